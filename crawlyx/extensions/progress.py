@@ -1,0 +1,88 @@
+"""A progress line while crawling and a short summary when the crawl ends.
+
+Replaces Scrapy's LogStats for crawlyx crawls: it speaks in pages (items emitted),
+the frontier (queued in Redis, for the whole job) and errors by class.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from crawlyx.errors import ERROR_CLASSES
+from crawlyx.visited import visited_table
+
+logger = logging.getLogger(__name__)
+
+
+class Progress:
+    def __init__(self, crawler, interval: float):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.interval = interval
+        self.started = time.monotonic()
+        self._task: task.LoopingCall | None = None
+        self._last = (self.started, 0)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        interval = crawler.settings.getfloat("CRAWLYX_PROGRESS_INTERVAL")
+        if interval <= 0:
+            raise NotConfigured
+        ext = cls(crawler, interval)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        return ext
+
+    def spider_opened(self, spider):
+        self.started = time.monotonic()
+        self._last = (self.started, 0)
+        self._task = task.LoopingCall(self.log_progress)
+        self._task.start(self.interval, now=False)
+
+    def pages(self) -> int:
+        return self.stats.get_value("item_scraped_count", 0)
+
+    def errors(self) -> int:
+        return self.stats.get_value("crawlyx/error/count", 0)
+
+    def log_progress(self):
+        now, pages = time.monotonic(), self.pages()
+        then, before = self._last
+        self._last = (now, pages)
+        rate = (pages - before) / (now - then) if now > then else 0.0
+        logger.info(
+            "crawlyx: %d pages done, %d queued, %.1f pages/s, %d errors",
+            pages,
+            visited_table(self.crawler).queued(),
+            rate,
+            self.errors(),
+        )
+
+    def spider_closed(self, spider, reason):
+        if self._task is not None and self._task.running:
+            self._task.stop()
+        wall = time.monotonic() - self.started
+        pages = self.pages()
+        by_class = {
+            name: self.stats.get_value(f"crawlyx/error/{name}")
+            for name in ERROR_CLASSES
+            if self.stats.get_value(f"crawlyx/error/{name}")
+        }
+        errors = ", ".join(f"{name} {count}" for name, count in by_class.items()) or "none"
+        self.stats.set_value("crawlyx/pages", pages)
+        self.stats.set_value("crawlyx/wall_seconds", round(wall, 3))
+        logger.info(
+            "crawlyx: finished (%s): %d pages in %.1f s (%.1f pages/s), "
+            "%d duplicates avoided, errors: %s",
+            reason,
+            pages,
+            wall,
+            pages / wall if wall > 0 else 0.0,
+            self.stats.get_value("crawlyx/frontier/duplicates", 0),
+            errors,
+        )

@@ -1,0 +1,163 @@
+"""The frontier: scrapy-redis's scheduler over crawlyx's visited table.
+
+scrapy-redis keeps the queue in Redis, so memory stays flat however large the
+frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
+
+- dedup uses the crawler's request fingerprinter (normalized URLs), not a hash of
+  its own, and the seen-check and the push are one atomic claim (see
+  :mod:`crawlyx.visited`) instead of "mark seen, then push";
+- a request that cannot be serialized is an error naming its URL; scrapy-redis
+  marks it seen first and then loses it;
+- a popped request is leased, and termination is "queue empty and nothing leased
+  by a live process", never an idle timeout (its BRPOP-based idle wait freezes the
+  reactor);
+- stats are counted without the deprecated ``spider=`` argument.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy_redis import picklecompat
+from scrapy_redis.scheduler import Scheduler as RedisScheduler
+from scrapy.utils.misc import load_object
+from scrapy.utils.request import request_from_dict
+from twisted.internet import task
+
+from crawlyx.visited import LEASE_META, visited_table
+
+logger = logging.getLogger(__name__)
+
+
+class Scheduler(RedisScheduler):
+    HEARTBEAT_INTERVAL = 10.0
+
+    def __init__(self, crawler):
+        serializer = crawler.settings.get("SCHEDULER_SERIALIZER") or picklecompat
+        if isinstance(serializer, str):
+            serializer = load_object(serializer)
+        super().__init__(server=None, persist=True, serializer=serializer)
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.fingerprinter = crawler.request_fingerprinter
+        self.visited = None
+        self._heartbeat = None
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def open(self, spider):
+        self.spider = spider
+        self.visited = visited_table(self.crawler)
+        self.server = self.visited.redis
+        self._heartbeat = task.LoopingCall(self.visited.heartbeat)
+        self._heartbeat.start(self.HEARTBEAT_INTERVAL, now=True)
+        requeued = self.visited.requeue_dead()
+        queued = self.visited.queued()
+        if requeued or queued:
+            logger.info(
+                "Resuming job %r: %d requests queued (%d leases of stopped processes requeued)",
+                spider.job,
+                queued,
+                requeued,
+            )
+
+    def close(self, reason):
+        if self._heartbeat is not None and self._heartbeat.running:
+            self._heartbeat.stop()
+        if self.visited is not None:
+            self.visited.retire()
+
+    def flush(self):
+        raise NotImplementedError("a crawlyx frontier is removed with its job, not flushed")
+
+    def __len__(self):
+        return self.visited.queued()
+
+    # -- in -----------------------------------------------------------------------
+
+    def enqueue_request(self, request):
+        lease = request.meta.pop(LEASE_META, None)
+        if request.dont_filter:
+            # A retry keeps the lease of the page it retries.
+            return self._push(lease, request)
+        fp = self.fingerprinter.fingerprint(request).hex()
+        if lease == fp:
+            # A redirect to another spelling of the same page (/docs -> /docs/).
+            return self._push(lease, request)
+        if lease is not None:
+            # A redirect elsewhere: the page that redirected is handled; its target
+            # is claimed like any discovered URL.
+            self.visited.done(lease)
+        if self.visited.offered(fp):
+            self.stats.inc_value("crawlyx/frontier/duplicates")
+            return False
+        payload = self._encode(request)
+        if payload is None:
+            return False
+        if not self.visited.claim(fp, payload):
+            self.stats.inc_value("crawlyx/frontier/duplicates")
+            return False
+        self.stats.inc_value("crawlyx/frontier/enqueued")
+        return True
+
+    def _push(self, fp, request):
+        payload = self._encode(request)
+        if payload is None:
+            if fp is not None:
+                self.visited.done(fp)
+            return False
+        self.visited.push(fp, payload)
+        self.stats.inc_value("crawlyx/frontier/enqueued")
+        return True
+
+    def _encode(self, request) -> bytes | None:
+        try:
+            return self.serializer.dumps(request.to_dict(spider=self.spider))
+        except Exception as exc:
+            logger.error(
+                "Cannot queue %s: the request does not serialize (%s: %s); it is not crawled",
+                request.url,
+                type(exc).__name__,
+                exc,
+            )
+            self.stats.inc_value("crawlyx/frontier/unserializable")
+            return None
+
+    # -- out ----------------------------------------------------------------------
+
+    def next_request(self):
+        while (popped := self.visited.pop()) is not None:
+            fp, payload = popped
+            try:
+                request = request_from_dict(self.serializer.loads(payload), spider=self.spider)
+            except Exception as exc:
+                logger.error("Dropping a queued request that does not load: %s", exc)
+                self.stats.inc_value("crawlyx/frontier/undecodable")
+                if fp is not None:
+                    self.visited.done(fp)
+                continue
+            if fp is not None:
+                request.meta[LEASE_META] = fp
+            self.stats.inc_value("crawlyx/frontier/dequeued")
+            return request
+        return None
+
+    def has_pending_requests(self):
+        """Asked by the engine when this process is idle: is the crawl finished?
+
+        Not while anything is queued, nor while a live process holds a lease (it may
+        still discover pages). Leases of dead processes go back on the queue. This
+        process holds no lease while idle; one it still has was lost on a path that
+        never reported back, and is closed here so the crawl can end.
+        """
+        if self.visited.queued():
+            return True
+        for fp in self.visited.own_leases():
+            if self.visited.done(fp):
+                logger.warning("Released a lease no callback or errback reported: %s", fp)
+                self.stats.inc_value("crawlyx/frontier/lost_leases")
+        if self.visited.requeue_dead():
+            return True
+        return self.visited.leased() > 0

@@ -1,0 +1,63 @@
+"""crawlyx's settings. Profiles in ``settings/`` override these for other setups."""
+
+from crawlyx.items import PAGE_FIELDS
+
+BOT_NAME = "crawlyx"
+SPIDER_MODULES = ["crawlyx.spiders"]
+NEWSPIDER_MODULE = "crawlyx.spiders"
+COMMANDS_MODULE = "crawlyx.commands"
+
+USER_AGENT = "crawlyx/0.1 (+markdown for LLMs; respects robots.txt)"
+
+# --- crawlyx -------------------------------------------------------------------------
+CRAWLYX_REDIS_URL = ""  # empty: the embedded redis-server, data under CRAWLYX_DATA_DIR
+CRAWLYX_DATA_DIR = ".crawlyx"
+CRAWLYX_BOT_NAME = "crawlyx"  # the robots.txt user-agent token
+CRAWLYX_ROBOTS_ENABLED = True
+CRAWLYX_SITEMAP_MAX_BYTES = 10 * 1024 * 1024  # per sitemap document; larger ones are skipped
+CRAWLYX_MARKDOWN_ENABLED = True
+CRAWLYX_MARKDOWN_WORKERS = 0  # 0: one per core
+CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
+
+# --- the frontier: scrapy-redis's scheduler over the visited table -------------------
+SCHEDULER = "crawlyx.scheduler.Scheduler"
+REQUEST_FINGERPRINTER_CLASS = "crawlyx.fingerprint.Fingerprinter"
+SCHEDULER_IDLE_BEFORE_CLOSE = 0  # > 0 makes scrapy-redis block the reactor in BRPOP
+
+# --- fetching ------------------------------------------------------------------------
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+CONCURRENT_REQUESTS = 32
+CONCURRENT_REQUESTS_PER_DOMAIN = 16
+DOWNLOAD_DELAY = 0
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+RETRY_TIMES = 2
+REDIRECT_MAX_TIMES = 10
+ROBOTSTXT_OBEY = False  # crawlyx's RobotsMiddleware replaces Scrapy's
+COOKIES_ENABLED = False
+
+DOWNLOADER_MIDDLEWARES = {
+    "crawlyx.middlewares.robots.RobotsMiddleware": 100,
+}
+SPIDER_MIDDLEWARES = {
+    "crawlyx.middlewares.lease.LeaseMiddleware": 10,
+    # Depth is set by the spider itself (sitemap-listed pages are depth 1).
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+}
+ITEM_PIPELINES = {
+    "crawlyx.pipelines.markdown.MarkdownPipeline": 300,
+}
+EXTENSIONS = {
+    "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it
+    "scrapy.extensions.telnet.TelnetConsole": None,
+    "crawlyx.extensions.progress.Progress": 500,
+}
+
+# Scrapy 2.19's RemoteControl executes posted Python code: never on in crawlyx.
+REMOTE_CONTROL_ENABLED = False
+TELNETCONSOLE_ENABLED = False
+
+FEED_EXPORT_ENCODING = "utf-8"
+FEED_EXPORT_FIELDS = list(PAGE_FIELDS)
+LOG_LEVEL = "INFO"

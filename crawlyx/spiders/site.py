@@ -1,0 +1,329 @@
+"""The one spider: crawl a site from a start URL, one item per HTML page.
+
+Thin on purpose: it fixes the scope, extracts links and builds items. Dedup lives in
+the scheduler (the visited table), markdown in a pipeline, politeness in downloader
+middlewares.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request, Spider
+from scrapy.exceptions import CloseSpider
+from scrapy.http import HtmlResponse
+from scrapy.utils.gz import gunzip, gzip_magic_number
+from scrapy.utils.response import get_base_url
+from scrapy.utils.sitemap import Sitemap
+
+from crawlyx.errors import classify, record_error
+from crawlyx.fingerprint import url_fingerprint
+from crawlyx.items import PageItem
+from crawlyx.middlewares.robots import cached_robots
+from crawlyx.normalize import normalize_url, url_origin
+from crawlyx.state import crawl_state
+from crawlyx.visited import visited_table
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+_SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:", "#")
+
+
+class ArgumentError(ValueError):
+    """A bad spider argument; the message names it and what is accepted."""
+
+
+@dataclass(frozen=True)
+class CrawlArgs:
+    start: str
+    max_pages: int | None = None
+    max_depth: int | None = None
+    allow: re.Pattern | None = None
+    deny: re.Pattern | None = None
+    sitemap: bool = True
+    job: str | None = None
+
+    @classmethod
+    def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
+              sitemap=None, job=None, **_ignored) -> CrawlArgs:  # fmt: skip
+        """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
+        if not start:
+            raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
+        parts = urlsplit(start.strip())
+        if not parts.scheme or not parts.netloc:
+            raise ArgumentError(f"start: {start!r} is not an absolute URL; add http:// or https://")
+        if parts.scheme.lower() not in ("http", "https"):
+            raise ArgumentError(f"start: scheme {parts.scheme!r} is not supported; use http or https")
+        try:
+            normalize_url(start)
+        except ValueError as exc:
+            raise ArgumentError(f"start: {exc}") from None
+        if job is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", job):
+            raise ArgumentError(
+                f"job: {job!r} is not a valid name; use letters, digits, '.', '_' or '-'"
+            )
+        return cls(
+            start=start.strip(),
+            max_pages=_limit("max_pages", max_pages, minimum=1),
+            max_depth=_limit("max_depth", max_depth, minimum=0),
+            allow=_regex("allow", allow),
+            deny=_regex("deny", deny),
+            sitemap=_flag("sitemap", sitemap, default=True),
+            job=job,
+        )
+
+
+def _limit(name: str, value, minimum: int) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ArgumentError(f"{name}: {value!r} is not a whole number") from None
+    if number < minimum:
+        raise ArgumentError(f"{name}: {number} is out of range; use {minimum} or more")
+    return number
+
+
+def _regex(name: str, value) -> re.Pattern | None:
+    if value is None or value == "":
+        return None
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ArgumentError(f"{name}: {value!r} is not a valid regular expression ({exc})") from None
+
+
+def _flag(name: str, value, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ArgumentError(f"{name}: {value!r} is not a boolean; use 1/0, true/false, yes/no, on/off")
+
+
+class SiteSpider(Spider):
+    name = "site"
+
+    def __init__(self, *args, **kwargs):
+        self.args = CrawlArgs.parse(**kwargs)
+        super().__init__(*args)
+        # Without a job name a crawl is a one-off: a fresh name, and keys removed at the end.
+        self.ephemeral = self.args.job is None
+        self.job = self.args.job or f"run-{uuid.uuid4().hex[:12]}"
+        self.origin: str | None = None
+        self.sitemap_max_bytes = 0
+
+    @classmethod
+    def check_arguments(cls, arguments: dict) -> None:
+        """Raise :class:`ArgumentError` for a bad argument, before anything starts."""
+        CrawlArgs.parse(**arguments)
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.sitemap_max_bytes = crawler.settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
+        return spider
+
+    @property
+    def visited(self):
+        return visited_table(self.crawler)
+
+    async def start(self):
+        yield self._request(self.args.start, depth=0, referrer=None, anchor=True)
+
+    def _request(self, url, depth, referrer, anchor=False, callback=None):
+        meta = {"depth": depth, "crawlyx_referrer": referrer}
+        if anchor:
+            meta["crawlyx_anchor"] = True
+        return Request(
+            url, callback=callback or self.parse, errback=self.on_error, meta=meta
+        )
+
+    # -- scope ------------------------------------------------------------------------
+
+    def _scope(self) -> str | None:
+        """The origin the crawl is confined to: the start URL's, after its redirects.
+        Fixed once per job, by whichever process fetched the start URL."""
+        if self.origin is None:
+            raw = crawl_state(self.crawler).client.hget(self._meta_key, "origin")
+            self.origin = raw.decode() if raw else None
+        return self.origin
+
+    @property
+    def _meta_key(self) -> str:
+        return crawl_state(self.crawler).key("meta")
+
+    def _anchor(self, response) -> str:
+        origin = url_origin(normalize_url(response.url))
+        client = crawl_state(self.crawler).client
+        client.hsetnx(self._meta_key, "origin", origin)
+        self.origin = None
+        origin = self._scope()
+        self.logger.info("Crawl scope: %s (start %s)", origin, self.args.start)
+        return origin
+
+    def wanted(self, url: str) -> bool:
+        """In scope and allowed by allow/deny (regexes on the normalized URL)."""
+        if url_origin(url) != self._scope():
+            return False
+        if self.args.allow is not None and not self.args.allow.search(url):
+            return False
+        return self.args.deny is None or not self.args.deny.search(url)
+
+    # -- pages ------------------------------------------------------------------------
+
+    def parse(self, response):
+        anchor = response.meta.get("crawlyx_anchor")
+        if anchor:
+            origin = self._anchor(response)
+            if self.args.sitemap:
+                yield from self._sitemap_seeds(origin)
+        if not isinstance(response, HtmlResponse):
+            return
+        depth = response.meta.get("depth", 0)
+        url = normalize_url(response.url)
+        links = self._links(response)
+        if self.args.max_depth is None or depth < self.args.max_depth:
+            seen = self.visited
+            for link, raw in links.items():
+                if self.wanted(link) and not seen.known(url_fingerprint(link)):
+                    yield self._request(raw, depth=depth + 1, referrer=url)
+        if self.args.max_pages is None:
+            yield self._item(response, url, depth, sorted(links))
+            return
+        fits, full = self._page_quota()
+        if fits:
+            yield self._item(response, url, depth, sorted(links))
+        else:
+            # Fetched while the crawl was closing: not emitted, so not done either;
+            # resuming the job crawls it.
+            self.visited.unlease(response.request)
+        if full:
+            raise CloseSpider("max_pages")
+
+    def _links(self, response) -> dict[str, str]:
+        """Internal out-links: normalized URL -> URL as written (absolute, no fragment)."""
+        base = get_base_url(response)
+        scope = self._scope()
+        links: dict[str, str] = {}
+        for href in response.xpath("//a/@href | //area/@href").getall():
+            href = href.strip()
+            if not href or href.lower().startswith(_SKIP_SCHEMES):
+                continue
+            absolute = urljoin(base, href).split("#", 1)[0]
+            try:
+                link = normalize_url(absolute)
+            except ValueError:
+                continue
+            if url_origin(link) == scope and link not in links:
+                links[link] = absolute
+        return links
+
+    def _page_quota(self) -> tuple[bool, bool]:
+        """Counts a page against max_pages for the whole job: (it fits, the crawl is full)."""
+        count = crawl_state(self.crawler).client.hincrby(self._meta_key, "pages", 1)
+        return count <= self.args.max_pages, count >= self.args.max_pages
+
+    def _item(self, response, url, depth, links) -> PageItem:
+        sel = response.selector
+        headers = response.headers
+
+        def header(name):
+            value = headers.get(name)
+            return value.decode("latin-1") if value else None
+
+        canonical = sel.xpath("//link[@rel='canonical']/@href").get()
+        latency = response.meta.get("download_latency")
+        return PageItem(
+            url=url,
+            final_url=response.url,
+            status=response.status,
+            fetched_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            depth=depth,
+            referrer=response.meta.get("crawlyx_referrer"),
+            title=_clean(sel.xpath("//title//text()").get()),
+            description=_clean(sel.xpath("//meta[@name='description']/@content").get()),
+            lang=_clean(sel.xpath("/html/@lang").get()),
+            canonical=urljoin(response.url, canonical.strip()) if canonical else None,
+            markdown=None,
+            links=links,
+            content_hash=None,
+            etag=header(b"ETag"),
+            last_modified=header(b"Last-Modified"),
+            render="http",
+            elapsed_ms=round(latency * 1000, 1) if latency is not None else None,
+            bytes=len(response.body),
+            html=response.text,
+        )
+
+    # -- sitemaps ---------------------------------------------------------------------
+
+    def _sitemap_seeds(self, origin):
+        robots = cached_robots(crawl_state(self.crawler), origin)
+        urls = [url for url in (robots.sitemaps if robots else []) if _same_origin(url, origin)]
+        urls.append(origin + "/sitemap.xml")
+        for url in urls:
+            yield self._sitemap_request(url)
+
+    def _sitemap_request(self, url):
+        request = self._request(url, depth=1, referrer=None, callback=self.parse_sitemap)
+        request.meta["download_maxsize"] = self.sitemap_max_bytes
+        return request
+
+    def parse_sitemap(self, response):
+        body = response.body
+        if gzip_magic_number(response):
+            try:
+                body = gunzip(body, max_size=self.sitemap_max_bytes)
+            except Exception:
+                self.logger.warning("Skipping sitemap %s: bad or oversized gzip", response.url)
+                return
+        try:
+            sitemap = Sitemap(body)
+        except Exception:
+            self.logger.warning("Skipping sitemap %s: not a sitemap document", response.url)
+            return
+        for entry in sitemap:
+            loc = entry.get("loc", "").strip()
+            try:
+                url = normalize_url(loc)
+            except ValueError:
+                continue
+            if url_origin(url) != self._scope():
+                continue
+            if sitemap.type == "sitemapindex":
+                yield self._sitemap_request(loc)
+            elif self.wanted(url):
+                yield self._request(loc, depth=1, referrer=None)
+
+    # -- failures ---------------------------------------------------------------------
+
+    def on_error(self, failure):
+        request = failure.request
+        error_class = classify(failure)
+        record_error(self.crawler.stats, error_class)
+        self.logger.debug("%s: %s (%s)", error_class, request.url, failure.value)
+        self.visited.release(request)
+
+
+def _same_origin(url: str, origin: str) -> bool:
+    try:
+        return url_origin(normalize_url(url)) == origin
+    except ValueError:
+        return False
+
+
+def _clean(text: str | None) -> str | None:
+    if text is None:
+        return None
+    text = " ".join(text.split())
+    return text or None
+

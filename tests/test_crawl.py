@@ -1,0 +1,189 @@
+"""End to end: ``scrapy crawl site`` against the fixture site and a real Redis."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+
+from tests.site import SiteServer
+
+
+def start_url(site) -> str:
+    # The start URL redirects from 127.0.0.1 to localhost: the scope is the final origin.
+    return f"http://127.0.0.1:{site.port}/start"
+
+
+def assert_fetched_once(site):
+    counts = dict(site.counts)
+    # robots.txt once per origin: 127.0.0.1 (the start URL) and localhost (the scope).
+    assert counts.pop("/robots.txt") == 2
+    twice = {rid: n for rid, n in counts.items() if n != 1}
+    assert not twice, f"fetched more than once: {twice}"
+
+
+def test_every_page_once_and_no_resource_fetched_twice(site, crawl):
+    result = crawl(f"start={start_url(site)}")
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(result.urls) == len(set(result.urls))
+    assert set(result.urls) == site.expected_pages()
+    assert_fetched_once(site)
+    # Never requested: robots-disallowed, other hosts (127.0.0.2 is not the scope).
+    assert "/private/secret" not in site.counts
+    assert result.stat("crawlyx/error/connection") is None
+    assert result.stat("crawlyx/error/dns") is None
+    assert result.stat("crawlyx/error/robots_disallowed") == "1"
+    assert result.stat("crawlyx/error/http_4xx") == "1"
+    assert result.stat("crawlyx/frontier/lost_leases") is None
+    assert result.stat("finish_reason") == "'finished'"
+    # Non-HTML resources are fetched but are not pages.
+    assert site.counts["/file.pdf"] == 1
+    assert not any(url.endswith(".pdf") for url in result.urls)
+
+
+def test_item_fields(site, crawl):
+    result = crawl(f"start={start_url(site)}")
+    items = {item["url"]: item for item in result.items}
+    base = site.base
+    docs = items[f"{base}/docs/intro?a=1&b=2"]
+    assert list(docs) == [
+        "url", "final_url", "status", "fetched_at", "depth", "referrer", "title",
+        "description", "lang", "canonical", "markdown", "links", "content_hash", "etag",
+        "last_modified", "render", "elapsed_ms", "bytes",
+    ]  # fmt: skip
+    assert docs["status"] == 200
+    assert docs["title"] == "/docs/intro?a=1&b=2"
+    assert docs["description"] == "About /docs/intro?a=1&b=2"
+    assert docs["lang"] == "en"
+    assert docs["render"] == "http"
+    assert docs["depth"] == 1
+    assert docs["referrer"] in (f"{base}/", None)  # linked from home, also in the sitemap
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", docs["fetched_at"])
+    assert docs["bytes"] > 0 and docs["elapsed_ms"] >= 0
+    assert docs["etag"].startswith('"')
+    md = docs["markdown"]
+    assert "| Name | Value |" in md
+    assert '```python\nprint("hello")\n```' in md
+    assert "- one" in md or "* one" in md
+    assert "SCRIPT-CONTENT" not in md and "color: red" not in md
+    assert docs["content_hash"] == hashlib.sha256(md.encode()).hexdigest()
+    assert docs["links"] == sorted({f"{base}/", f"{base}/about"})
+    home = items[f"{base}/"]
+    assert home["final_url"] == f"{base}/"
+    assert home["depth"] == 0 and home["referrer"] is None
+    assert home["links"] == sorted(set(home["links"]))
+    assert f"{base}/docs/intro?a=1&b=2" in home["links"]
+    assert f"{base}/~user/page" in home["links"]
+    assert not any("utm_" in link or "#" in link for link in home["links"])
+    # Path case is preserved: two distinct pages.
+    assert f"{base}/Case/Page" in items and f"{base}/case/page" in items
+    # A redirected page is emitted under its final URL.
+    assert items[f"{base}/new"]["status"] == 200
+
+
+def test_max_depth(site, crawl):
+    result = crawl(f"start={start_url(site)}", "max_depth=1")
+    assert result.returncode == 0
+    assert result.items and max(item["depth"] for item in result.items) == 1
+    assert "/deep/1" in site.counts and "/deep/2" not in site.counts
+
+
+def test_max_pages(site, crawl):
+    result = crawl(f"start={start_url(site)}", "max_pages=5")
+    assert result.returncode == 0
+    assert len(result.items) == 5
+    assert result.stat("finish_reason") == "'max_pages'"
+
+
+def test_allow_and_deny(site, crawl):
+    result = crawl(f"start={start_url(site)}", "deny=/(gen|deep)/")
+    urls = set(result.urls)
+    assert urls and not any("/gen/" in u or "/deep/" in u for u in urls)
+    assert not any(rid.startswith(("/gen/", "/deep/")) for rid in site.counts)
+
+
+def test_allow_only(site, crawl):
+    result = crawl(f"start={start_url(site)}", r"allow=/cycle/|:\d+/$")
+    assert set(result.urls) == {f"{site.base}/", f"{site.base}/cycle/a", f"{site.base}/cycle/b"}
+
+
+def test_sitemap_off(site, crawl):
+    result = crawl(f"start={start_url(site)}", "sitemap=0")
+    urls = set(result.urls)
+    assert f"{site.base}/orphan" not in urls and f"{site.base}/sitemap-only" not in urls
+    assert "/sitemap.xml" not in site.counts and "/sitemap_index.xml" not in site.counts
+    assert urls == site.expected_pages() - {f"{site.base}/orphan", f"{site.base}/sitemap-only"}
+
+
+@pytest.mark.parametrize(
+    ("arg", "named"),
+    [
+        ("start=example.com/docs", "start"),
+        ("start=ftp://example.com/", "start"),
+        ("max_pages=-3", "max_pages"),
+        ("max_pages=many", "max_pages"),
+        ("max_depth=-1", "max_depth"),
+        ("allow=([unclosed", "allow"),
+        ("deny=*bad", "deny"),
+        ("sitemap=maybe", "sitemap"),
+        ("job=../../etc", "job"),
+    ],
+)
+def test_bad_arguments_stop_before_any_request(site, crawl, arg, named):
+    name = arg.split("=", 1)[0]
+    args = [arg] if name == "start" else [f"start={start_url(site)}", arg]
+    result = crawl(*args)
+    assert result.returncode == 2
+    lines = [line for line in result.log.splitlines() if line.strip()]
+    assert len(lines) == 1, result.log
+    assert lines[0].startswith(f"crawlyx: bad argument {named}:")
+    assert not site.counts
+
+
+def test_missing_start(crawl):
+    result = crawl()
+    assert result.returncode == 2
+    assert "start: required" in result.log
+
+
+def test_resume_after_clean_stop(site, crawl):
+    first = crawl(f"start={start_url(site)}", "job=resume-test", "max_pages=6")
+    assert first.returncode == 0 and len(first.items) == 6
+    second = crawl(f"start={start_url(site)}", "job=resume-test")
+    assert second.returncode == 0
+    urls = first.urls + second.urls
+    assert len(urls) == len(set(urls))
+    assert set(urls) == site.expected_pages()
+    # Pages in flight when the first run stopped were not emitted: fetched again, once.
+    counts = dict(site.counts)
+    assert max(counts.values()) <= 2
+    # The same job once more: nothing left to do, nothing fetched again.
+    third = crawl(f"start={start_url(site)}", "job=resume-test")
+    assert third.returncode == 0 and third.items == []
+    assert dict(site.counts) == counts
+
+
+def test_run_without_job_is_fresh_and_leaves_no_keys(site, crawl, redis_client):
+    before = set(redis_client.scan_iter("crawlyx:run-*"))
+    first = crawl(f"start={start_url(site)}")
+    second = crawl(f"start={start_url(site)}")
+    assert set(first.urls) == set(second.urls) == site.expected_pages()
+    assert set(redis_client.scan_iter("crawlyx:run-*")) == before
+
+
+def test_progress_line_and_summary(crawl):
+    with SiteServer(generated=40, latency=0.05) as site:
+        result = crawl(
+            f"start={start_url(site)}",
+            settings={"CRAWLYX_PROGRESS_INTERVAL": 0.2, "CONCURRENT_REQUESTS_PER_DOMAIN": 2},
+        )
+    assert re.search(r"crawlyx: \d+ pages done, \d+ queued, [\d.]+ pages/s, \d+ errors", result.log)
+    summary = re.search(
+        r"crawlyx: finished \(finished\): (\d+) pages in [\d.]+ s \([\d.]+ pages/s\), "
+        r"(\d+) duplicates avoided, errors: http_4xx 1, robots_disallowed 1",
+        result.log,
+    )
+    assert summary, result.log[-2000:]
+    assert int(summary.group(1)) == len(result.items)
+    assert int(summary.group(2)) > 0
