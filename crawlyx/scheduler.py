@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 
-from scrapy_redis import picklecompat
-from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
+from scrapy_redis import picklecompat
+from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
 from crawlyx.visited import LEASE_META, visited_table
@@ -90,12 +90,13 @@ class Scheduler(RedisScheduler):
             # A redirect elsewhere: the page that redirected is handled; its target
             # is claimed like any discovered URL.
             self.visited.done(lease)
-        if self.visited.offered(fp):
+        if self.visited.known(fp):
             self.stats.inc_value("crawlyx/frontier/duplicates")
             return False
         payload = self._encode(request)
         if payload is None:
-            return False
+            return False  # not claimed: a serializable request for it may still come
+        self.visited.remember(fp)
         if not self.visited.claim(fp, payload):
             self.stats.inc_value("crawlyx/frontier/duplicates")
             return False

@@ -123,20 +123,19 @@ class VisitedTable:
 
     # -- claiming ---------------------------------------------------------------
 
-    def offered(self, fp: str) -> bool:
-        """True if this process has already offered ``fp``; remembers it otherwise."""
+    def known(self, fp: str) -> bool:
+        """True if this process has already offered ``fp`` to the table (no round trip)."""
         cache = self._offered
         if fp in cache:
             cache.move_to_end(fp)
             return True
+        return False
+
+    def remember(self, fp: str) -> None:
+        cache = self._offered
         cache[fp] = None
         if len(cache) > self.LOCAL_CACHE_SIZE:
             cache.popitem(last=False)
-        return False
-
-    def known(self, fp: str) -> bool:
-        """True if this process has already offered ``fp`` (a cheap local pre-check)."""
-        return fp in self._offered
 
     def claim(self, fp: str, payload: bytes) -> bool:
         """none -> queued, atomically with the push. Only the winner gets True."""

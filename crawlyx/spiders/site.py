@@ -57,7 +57,9 @@ class CrawlArgs:
         if not parts.scheme or not parts.netloc:
             raise ArgumentError(f"start: {start!r} is not an absolute URL; add http:// or https://")
         if parts.scheme.lower() not in ("http", "https"):
-            raise ArgumentError(f"start: scheme {parts.scheme!r} is not supported; use http or https")
+            raise ArgumentError(
+                f"start: scheme {parts.scheme!r} is not supported; use http or https"
+            )
         try:
             normalize_url(start)
         except ValueError as exc:
@@ -95,7 +97,9 @@ def _regex(name: str, value) -> re.Pattern | None:
     try:
         return re.compile(value)
     except re.error as exc:
-        raise ArgumentError(f"{name}: {value!r} is not a valid regular expression ({exc})") from None
+        raise ArgumentError(
+            f"{name}: {value!r} is not a valid regular expression ({exc})"
+        ) from None
 
 
 def _flag(name: str, value, default: bool) -> bool:
@@ -143,9 +147,7 @@ class SiteSpider(Spider):
         meta = {"depth": depth, "crawlyx_referrer": referrer}
         if anchor:
             meta["crawlyx_anchor"] = True
-        return Request(
-            url, callback=callback or self.parse, errback=self.on_error, meta=meta
-        )
+        return Request(url, callback=callback or self.parse, errback=self.on_error, meta=meta)
 
     # -- scope ------------------------------------------------------------------------
 
@@ -326,4 +328,3 @@ def _clean(text: str | None) -> str | None:
         return None
     text = " ".join(text.split())
     return text or None
-

@@ -1,0 +1,107 @@
+"""Several crawl processes on one Redis, stopping and resuming, the embedded server."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+from tests.conftest import crawl_command, crawl_env, read_items
+from tests.site import SiteServer
+
+
+def start_url(site) -> str:
+    return f"http://127.0.0.1:{site.port}/start"
+
+
+def test_two_processes_share_one_crawl(tmp_path, redis_url):
+    with SiteServer(generated=80, latency=0.1) as site:
+        procs, outs = [], []
+        for name in ("a", "b"):
+            out = tmp_path / f"{name}.jsonl"
+            settings = {
+                "CRAWLYX_REDIS_URL": redis_url,
+                "USER_AGENT": f"crawlyx-test-{name}",
+                "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
+            }
+            command = crawl_command(
+                out, f"start={start_url(site)}", "job=shared", settings=settings
+            )
+            procs.append(
+                subprocess.Popen(
+                    command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.PIPE, text=True
+                )
+            )
+            outs.append(out)
+        logs = [proc.communicate(timeout=180)[1] for proc in procs]
+        assert [proc.returncode for proc in procs] == [0, 0], logs
+        items = [read_items(out) for out in outs]
+    urls = [item["url"] for part in items for item in part]
+    assert len(urls) == len(set(urls)), "a page was emitted twice"
+    assert set(urls) == site.expected_pages()
+    counts = dict(site.counts)
+    assert counts.pop("/robots.txt") == 2  # once per origin for the whole job
+    assert {rid: n for rid, n in counts.items() if n != 1} == {}
+    # Both processes did part of the work.
+    fetched = {agent: len(rids) for agent, rids in site.agents.items()}
+    assert fetched.get("crawlyx-test-a", 0) > 0 and fetched.get("crawlyx-test-b", 0) > 0, fetched
+    assert all(part for part in items), [len(part) for part in items]
+
+
+def test_sigint_stops_gracefully_and_the_job_resumes(tmp_path, redis_url):
+    settings = {"CRAWLYX_REDIS_URL": redis_url, "CONCURRENT_REQUESTS_PER_DOMAIN": 2}
+    with SiteServer(generated=60, latency=0.1) as site:
+        first = tmp_path / "first.jsonl"
+        proc = subprocess.Popen(
+            crawl_command(first, f"start={start_url(site)}", "job=interrupted", settings=settings),
+            cwd=tmp_path,
+            env=crawl_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while sum(site.counts.values()) < 25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        log = proc.communicate(timeout=60)[1]
+        assert proc.returncode == 0, log[-2000:]
+        assert "finished (shutdown)" in log
+        done_first = read_items(first)
+        assert 0 < len(done_first) < len(site.expected_pages())
+
+        second = tmp_path / "second.jsonl"
+        subprocess.run(
+            crawl_command(second, f"start={start_url(site)}", "job=interrupted", settings=settings),
+            cwd=tmp_path,
+            env=crawl_env(),
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        urls = [item["url"] for item in done_first + read_items(second)]
+    assert len(urls) == len(set(urls)), "a page was emitted twice"
+    assert set(urls) == site.expected_pages()
+    assert max(site.counts.values()) <= 2
+
+
+def test_embedded_redis_needs_no_server(tmp_path):
+    env = crawl_env()
+    env.pop("CRAWLYX_REDIS_URL", None)
+    with SiteServer() as site:
+        out = tmp_path / "pages.jsonl"
+        proc = subprocess.run(
+            crawl_command(out, f"start={start_url(site)}", "job=embedded"),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert {item["url"] for item in read_items(out)} == site.expected_pages()
+    data = tmp_path / ".crawlyx"
+    assert (data / "appendonly.aof").exists() or (data / "appendonlydir").exists()
+    # The last crawl out shut the server down.
+    assert not (data / "redis.sock").exists()
+    running = subprocess.run(["pgrep", "-f", str(data / "redis.sock")], capture_output=True)
+    assert running.returncode == 1, running.stdout  # no redis-server left behind

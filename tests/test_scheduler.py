@@ -1,0 +1,109 @@
+"""The scheduler against a real Redis, outside a running crawl."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from scrapy import Request
+from scrapy.utils.test import get_crawler
+
+from crawlyx import settings as project
+from crawlyx.scheduler import Scheduler
+from crawlyx.spiders.site import SiteSpider
+from crawlyx.state import crawl_state
+from crawlyx.visited import LEASE_META, VisitedTable
+
+
+@pytest.fixture
+def scheduler(redis_url):
+    settings = {name: value for name, value in vars(project).items() if name.isupper()}
+    settings["CRAWLYX_REDIS_URL"] = redis_url
+    crawler = get_crawler(SiteSpider, settings_dict=settings)
+    crawler._apply_settings()
+    crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
+    scheduler = Scheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    yield scheduler
+    scheduler.close("finished")
+    crawl_state(crawler).delete_all()
+
+
+def test_dedup_sees_normalized_urls(scheduler):
+    spider = scheduler.spider
+    assert scheduler.enqueue_request(Request("http://127.0.0.1:9/a?y=2&x=1", spider.parse))
+    for variant in (
+        "http://127.0.0.1:9/a?x=1&y=2#frag",
+        "HTTP://127.0.0.1:9/a/?x=1&y=2&utm_source=z",
+        "http://127.0.0.1:9/%61?x=1&y=2",
+    ):
+        assert not scheduler.enqueue_request(Request(variant, spider.parse)), variant
+    assert len(scheduler) == 1
+    assert scheduler.enqueue_request(Request("http://127.0.0.1:9/A?x=1&y=2", spider.parse))
+
+
+def test_unserializable_request_is_an_error_naming_the_url(scheduler, caplog):
+    spider = scheduler.spider
+    url = "http://127.0.0.1:9/locked"
+    with caplog.at_level(logging.ERROR):
+        assert not scheduler.enqueue_request(Request(url, meta={"lock": threading.Lock()}))
+    assert f"Cannot queue {url}" in caplog.text
+    assert scheduler.stats.get_value("crawlyx/frontier/unserializable") == 1
+    # Not claimed: a request for the same URL that serializes is still crawled.
+    assert scheduler.enqueue_request(Request(url, spider.parse))
+    assert len(scheduler) == 1
+
+
+def test_popped_requests_carry_their_lease(scheduler):
+    spider = scheduler.spider
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/page", spider.parse))
+    request = scheduler.next_request()
+    assert request.url == "http://127.0.0.1:9/page"
+    assert request.callback == spider.parse
+    fp = request.meta[LEASE_META]
+    assert scheduler.visited.state_of(fp) == b"l"
+
+
+def test_not_finished_while_another_live_process_holds_a_lease(scheduler):
+    spider = scheduler.spider
+    other = VisitedTable(scheduler.visited.state, owner="other-process")
+    other.heartbeat()
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/theirs", spider.parse))
+    assert other.pop() is not None
+    assert scheduler.has_pending_requests() is True  # they may still discover pages
+    other.retire()  # they died: the lease comes back to the queue
+    assert scheduler.has_pending_requests() is True
+    request = scheduler.next_request()
+    assert request.url == "http://127.0.0.1:9/theirs"
+
+
+def test_redirect_releases_the_lease_and_claims_the_target(scheduler):
+    spider = scheduler.spider
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/old", spider.parse))
+    request = scheduler.next_request()
+    old_fp = request.meta[LEASE_META]
+    redirected = request.replace(url="http://127.0.0.1:9/new")
+    assert scheduler.enqueue_request(redirected)
+    assert scheduler.visited.state_of(old_fp) == b"d"
+    target = scheduler.next_request()
+    assert target.url == "http://127.0.0.1:9/new"
+    assert target.meta[LEASE_META] != old_fp
+
+
+def test_redirect_to_another_spelling_keeps_the_lease(scheduler):
+    spider = scheduler.spider
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/docs", spider.parse))
+    request = scheduler.next_request()
+    fp = request.meta[LEASE_META]
+    assert scheduler.enqueue_request(request.replace(url="http://127.0.0.1:9/docs/"))
+    again = scheduler.next_request()
+    assert again.url == "http://127.0.0.1:9/docs/" and again.meta[LEASE_META] == fp
+
+
+def test_idle_process_releases_its_lost_leases(scheduler):
+    spider = scheduler.spider
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/lost", spider.parse))
+    scheduler.next_request()  # leased, then never reported back
+    assert scheduler.has_pending_requests() is False
+    assert scheduler.stats.get_value("crawlyx/frontier/lost_leases") == 1

@@ -1,0 +1,136 @@
+"""The visited table against a real Redis: claim once, leases, dead owners."""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+
+import pytest
+import redis
+
+from crawlyx.state import State
+from crawlyx.visited import LEASE_META, VisitedTable
+
+
+@pytest.fixture
+def state(redis_client):
+    state = State(redis_client, f"test-{uuid.uuid4().hex[:8]}")
+    yield state
+    state.delete_all()
+
+
+def fp(n: int) -> str:
+    return f"{n:040x}"
+
+
+def test_claim_is_won_once(state):
+    table = VisitedTable(state)
+    assert table.claim(fp(1), b"payload-1") is True
+    assert table.claim(fp(1), b"payload-1-again") is False
+    assert table.queued() == 1
+    assert table.state_of(fp(1)) == b"q"
+
+
+def _race(url: str, job: str, count: int, results) -> None:
+    client = redis.Redis.from_url(url)
+    table = VisitedTable(State(client, job))
+    results.put(sum(table.claim(fp(n), b"x") for n in range(count)))
+
+
+def test_claims_race_across_processes(redis_url, state):
+    count, workers = 2000, 4
+    results = multiprocessing.get_context("spawn").Queue()
+    procs = [
+        multiprocessing.get_context("spawn").Process(
+            target=_race, args=(redis_url, state.job, count, results)
+        )
+        for _ in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    wins = [results.get(timeout=60) for _ in procs]
+    for proc in procs:
+        proc.join(10)
+    # Every URL won by exactly one process, and enqueued exactly once.
+    assert sum(wins) == count
+    assert VisitedTable(state).queued() == count
+
+
+def test_pop_leases_and_done_finishes(state):
+    table = VisitedTable(state)
+    table.claim(fp(1), b"one")
+    assert table.pop() == (fp(1), b"one")
+    assert table.state_of(fp(1)) == b"l"
+    assert table.leased() == 1 and table.own_leases() == [fp(1)]
+    assert table.done(fp(1)) is True
+    assert table.state_of(fp(1)) == b"d"
+    assert table.leased() == 0
+    assert table.pop() is None
+
+
+def test_pop_skips_requests_already_done(state):
+    table = VisitedTable(state)
+    table.claim(fp(1), b"one")
+    table.push(fp(1), b"one-again")  # a second copy (a requeued lease, a retry)
+    assert table.pop() == (fp(1), b"one")
+    table.done(fp(1))
+    assert table.pop() is None  # the stale copy is dropped, never fetched again
+    assert table.queued() == 0
+
+
+def test_requests_outside_the_table(state):
+    table = VisitedTable(state)
+    table.push(None, b"free")
+    assert table.pop() == (None, b"free")
+    assert table.leased() == 0
+
+
+def test_leases_of_dead_owners_are_requeued(state):
+    alive = VisitedTable(state, owner="alive")
+    dead = VisitedTable(state, owner="dead")
+    alive.heartbeat()
+    dead.heartbeat()
+    for n in (1, 2):
+        alive.claim(fp(n), f"p{n}".encode())
+    assert dead.pop() == (fp(1), b"p1")
+    assert alive.pop() == (fp(2), b"p2")
+    assert alive.requeue_dead() == 0  # both owners alive
+    dead.retire()
+    assert alive.requeue_dead() == 1
+    assert alive.state_of(fp(1)) == b"q"
+    assert alive.leased() == 1
+    assert alive.pop() == (fp(1), b"p1")
+    assert set(alive.own_leases()) == {fp(1), fp(2)}
+
+
+class _Request:
+    def __init__(self, lease):
+        self.meta = {LEASE_META: lease}
+
+
+def test_release_and_unlease(state):
+    table = VisitedTable(state)
+    table.claim(fp(1), b"one")
+    table.claim(fp(2), b"two")
+    assert table.pop() == (fp(1), b"one")
+    assert table.pop() == (fp(2), b"two")
+    table.release(_Request(fp(1)))
+    table.unlease(_Request(fp(2)))
+    assert table.state_of(fp(1)) == b"d"
+    assert table.state_of(fp(2)) == b"q"
+    assert table.pop() == (fp(2), b"two")  # handed back to the front of the queue
+    request = _Request(fp(2))
+    table.release(request)
+    table.release(request)  # idempotent
+    assert table.leased() == 0
+
+
+def test_local_cache_is_bounded(state):
+    table = VisitedTable(state)
+    table.LOCAL_CACHE_SIZE = 10
+    for n in range(25):
+        assert table.known(fp(n)) is False
+        table.remember(fp(n))
+    assert table.known(fp(24)) is True
+    assert table.known(fp(0)) is False  # evicted: Redis decides again
+    assert len(table._offered) == 10
