@@ -4,8 +4,9 @@ Every link the crawler discovers goes through :func:`normalize_url` before it is
 against the frontier, so two spellings of the same resource (``HTTP://Example.com:80/a/./b#x``
 and ``http://example.com/a/b``) collapse to one key.
 
-The rules are small pure functions applied in a fixed order. Each takes and returns a
-:class:`urllib.parse.SplitResult` so the URL is split once and joined once per call.
+The rules are small pure functions applied in a fixed order. Rule 1 takes the raw strings and
+returns a :class:`urllib.parse.SplitResult`; the others take and return a ``SplitResult``, so
+the URL is split once and joined once per call.
 
 1. :func:`resolve_relative`        resolve against the page URL, drop dot segments
 2. :func:`lowercase_scheme_host`   ``HTTP://Example.COM`` -> ``http://example.com``
@@ -17,8 +18,9 @@ The rules are small pure functions applied in a fixed order. Each takes and retu
 8. :func:`canonical_percent_encoding`  ``%7e`` -> ``~``, ``%2f`` -> ``%2F``, `` `` -> ``%20``
 9. :func:`normalize_trailing_slash`    ``""`` -> ``/``, ``/docs/`` -> ``/docs``
 
-Rules 6 and 7 look at parameters through their canonical (rule 8) form, so the result does
-not depend on how a parameter happened to be escaped and normalizing twice changes nothing.
+Rule 6 matches percent-decoded parameter names and rule 7 sorts parameters by their canonical
+(rule 8) spelling, so the result does not depend on how a parameter happened to be escaped,
+and normalizing twice changes nothing.
 
 The trailing-slash form is a *dedup key* policy: the crawler dedups on it, while the fetch
 itself may use the URL as it was discovered.
@@ -47,7 +49,8 @@ __all__ = [
     "url_origin",
 ]
 
-#: Query parameter names (compared lower-cased) that only carry click/campaign tracking.
+#: Query parameter names that only carry click/campaign tracking. Matched against the
+#: percent-decoded name, ASCII case-insensitively.
 TRACKING_PARAMS: frozenset[str] = frozenset(
     {
         # Google Ads / Analytics / Merchant
@@ -104,7 +107,7 @@ TRACKING_PARAMS: frozenset[str] = frozenset(
     }
 )
 
-#: Query parameter name prefixes (compared lower-cased) that only carry tracking.
+#: Query parameter name prefixes that only carry tracking (matched like TRACKING_PARAMS).
 TRACKING_PREFIXES: tuple[str, ...] = ("utm_",)
 
 

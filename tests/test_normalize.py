@@ -532,8 +532,7 @@ param_names = st.one_of(
 )
 params = st.tuples(param_names, st.none() | value_text)
 
-ascii_label = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=1,
-                      max_size=10)  # fmt: skip
+ascii_label = st.text(UNRESERVED[:62], min_size=1, max_size=10)  # mixed-case letters, digits
 idn_label = st.sampled_from(["Bücher", "MÜNCHEN", "пример", "例え", "ñandú", "Straße", "ÆØÅ"])
 hosts = st.one_of(
     st.lists(st.one_of(ascii_label, idn_label), min_size=1, max_size=3).map(".".join),
@@ -615,7 +614,7 @@ def test_property_names_the_same_resource(url: str) -> None:
     assert (result.username, result.password) == (original.username, original.password)
     default = {"http": 80, "https": 443}[result.scheme]
     assert result.port == (None if original.port in (None, default) else original.port)
-    # Path: same decoded segments (so same case), modulo trailing slashes.
+    # Path: same decoded segments (so the same case too), modulo trailing slashes.
     assert decoded_segments(result.path) == decoded_segments(original.path)
     assert result.path.startswith("/")
     assert result.path == "/" or not result.path.endswith("/")
@@ -628,8 +627,9 @@ def test_property_names_the_same_resource(url: str) -> None:
 @given(st.data(), st.lists(params, min_size=1, max_size=6))
 def test_property_query_permutation_invariant(data: st.DataObject, pairs: list) -> None:
     shuffled = data.draw(st.permutations(pairs))
-    base = "http://Example.com/p?"
-    assert normalize_url(base + build_query(shuffled)) == normalize_url(base + build_query(pairs))
+    # The fragment keeps a trailing " " in the last parameter from being stripped as whitespace.
+    one, two = (f"http://Example.com/p?{build_query(p)}#end" for p in (shuffled, pairs))
+    assert normalize_url(one) == normalize_url(two)
 
 
 @PROPERTY_SETTINGS
@@ -642,7 +642,7 @@ def test_property_arbitrary_text_is_value_error_or_stable(text: str, prefix: str
     assert normalize_url(once) == once
 
 
-@PROPERTY_SETTINGS
+@settings(PROPERTY_SETTINGS, max_examples=150)
 @given(urls(), st.lists(path_segment, max_size=3))
 def test_property_relative_resolution_matches_absolute(url: str, rel_segments: list) -> None:
     base = normalize_url(url)
