@@ -6,10 +6,13 @@ lazily, once per process.
 
 Choices (see also the class docstring):
 
-* parsing uses BeautifulSoup with the lxml tree builder (the fastest one markdownify accepts);
+* parsing uses BeautifulSoup with a pruning subclass of bs4's lxml tree builder: dropped
+  subtrees (script, style, svg, head, ...) and comments are never turned into bs4 objects,
+  which is where most of the time goes;
 * ``process_tag``/``process_text`` are re-implemented with markdownify's semantics but without
-  its per-element ``find_parent('pre')`` walk and with cached parent-tag sets, and unwanted
-  subtrees (script, style, ...) are skipped before they are visited at all;
+  its per-element ``find_parent('pre')`` walk and with cached parent-tag sets;
+* tables are rendered from a cell grid (``_convert_table``) instead of markdownify's row-wise
+  string assembly, so colspan/rowspan give rectangular GFM tables;
 * text is not backslash-escaped (``snake_case``, ``a*b`` stay readable); only text that would
   read as a raw HTML tag (``<div>`` written as ``&lt;div&gt;``) gets its ``<`` escaped, and
   ``|`` is escaped inside table cells.
@@ -31,19 +34,21 @@ try:
 except ImportError:  # pragma: no cover - lxml missing
     LXMLTreeBuilder = None
 
-try:  # bs4 >= 4.13
+try:
     from bs4 import MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
 except ImportError:  # pragma: no cover - older bs4
-    from bs4.builder import XMLParsedAsHTMLWarning
-    from bs4.dammit import MarkupResemblesLocatorWarning
-
-# Both warnings are bs4-specific and spurious for our input (short pages, XHTML).
-warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
-warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
+    pass
+else:
+    # Both warnings are bs4-specific and spurious for our input (short pages, XHTML).
+    warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
+    warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 
 __all__ = ["html_to_markdown", "CrawlyxMarkdownConverter"]
 
-# Elements dropped together with their content.
+# Elements dropped together with their content.  <embed> is void in HTML5 and has no
+# content of its own, but libxml2 (2.14) does not know it is void and nests the following
+# siblings inside it, so it is left transparent (it produces no text itself) rather than
+# dropped with everything after it.
 DROP_TAGS = frozenset(
     {
         "script",
@@ -54,7 +59,6 @@ DROP_TAGS = frozenset(
         "svg",
         "canvas",
         "object",
-        "embed",
         "head",
         "title",
         "applet",
@@ -171,7 +175,7 @@ _re_tag_like = re.compile(r"<(?=[A-Za-z/!?])")
 _re_url_ws = re.compile(r"[\t\n\r]")
 _re_bad_scheme = re.compile(r"^[\x00-\x20]*(?:javascript|vbscript):", re.IGNORECASE)
 _re_lang_prefixed = re.compile(r"^(?:language|lang)-(.+)$")
-_re_lang_highlight = re.compile(r"^highlight-(?:source-|text-)?([^-].*)$")
+_re_lang_highlight = re.compile(r"^highlight-(?:source-)?([^-].*)$")
 _re_brush = re.compile(r"(?:^|[\s;])brush\s*:\s*([\w#+.-]+)")
 _re_lang_value = re.compile(r"^[\w#+.-]+$")
 _re_pre_lstrip = re.compile(r"^[ \t\n]*\n")
@@ -255,7 +259,9 @@ def code_language(pre: Tag) -> str:
     for _ in range(2):
         if parent is None or parent.name != "div":
             break
-        candidates.append(parent)
+        # only highlighter wrappers, not any <div class="language-switcher"> around a <pre>
+        if any("highlight" in cls.lower() for cls in _classes(parent)):
+            candidates.append(parent)
         parent = parent.parent
     for el in candidates:
         lang = _language_from(el)
@@ -641,7 +647,11 @@ class CrawlyxMarkdownConverter(MarkdownConverter):
             [c for c in tr.children if isinstance(c, Tag) and c.name in ("td", "th")] for tr in rows
         ]
         n_cells = sum(map(len, cells_per_row))
-        if n_cells <= 1 or table.find("pre") is not None:
+        if n_cells <= 1 or any(
+            _LINENO_CLASSES.intersection(_classes(cell))
+            for cells in cells_per_row
+            for cell in cells
+        ):
             return self._convert_layout_table(table, cells_per_row, parent_tags)
 
         row_tags = self._child_tags(self._child_tags(parent_tags, "table"), "tr")
@@ -694,8 +704,8 @@ class CrawlyxMarkdownConverter(MarkdownConverter):
         return text.replace("|", "\\|")
 
     def _convert_layout_table(self, table, cells_per_row, parent_tags) -> str:
-        """Tables used for layout (a single cell, or code with a line-number gutter) are
-        rendered as a sequence of blocks instead of a GFM table."""
+        """Tables used for layout (a single cell, or code next to a line-number gutter as
+        Pygments/Rouge emit it) are rendered as a sequence of blocks, gutter cells dropped."""
         if not any(cells_per_row):
             return self.process_tag(table, parent_tags, as_name="div")
         parts = []

@@ -15,14 +15,14 @@ def start_url(site) -> str:
 
 
 def test_two_processes_share_one_crawl(tmp_path, redis_url):
-    with SiteServer(generated=80, latency=0.1) as site:
+    with SiteServer(generated=150, latency=0.1) as site:
         procs, outs = [], []
         for name in ("a", "b"):
             out = tmp_path / f"{name}.jsonl"
             settings = {
                 "CRAWLYX_REDIS_URL": redis_url,
                 "USER_AGENT": f"crawlyx-test-{name}",
-                "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
+                "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
             }
             command = crawl_command(
                 out, f"start={start_url(site)}", "job=shared", settings=settings
