@@ -194,10 +194,7 @@ class SiteSpider(Spider):
         url = normalize_url(response.url)
         links = self._links(response)
         if self.args.max_depth is None or depth < self.args.max_depth:
-            seen = self.visited
-            for link, raw in links.items():
-                if self.wanted(link) and not seen.known(url_fingerprint(link)):
-                    yield self._request(raw, depth=depth + 1, referrer=url)
+            yield from self._follow(links, depth + 1, url)
         if self.args.max_pages is None:
             yield self._item(response, url, depth, sorted(links))
             return
@@ -210,6 +207,19 @@ class SiteSpider(Spider):
             self.visited.unlease(response.request)
         if full:
             raise CloseSpider("max_pages")
+
+    def _follow(self, links: dict[str, str], depth: int, referrer: str):
+        seen, skipped = self.visited, 0
+        for link, raw in links.items():
+            if not self.wanted(link):
+                continue
+            # Links this process already offered (navigation on every page) stop
+            # here; the scheduler's claim decides the rest.
+            if seen.known(url_fingerprint(link)):
+                skipped += 1
+            else:
+                yield self._request(raw, depth=depth, referrer=referrer)
+        self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
 
     def _links(self, response) -> dict[str, str]:
         """Internal out-links: normalized URL -> URL as written (absolute, no fragment)."""
