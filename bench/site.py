@@ -9,6 +9,9 @@ Usage::
     python bench/site.py --pages 2000 --latency-ms 20 --port 0
 
 Prints ``READY http://127.0.0.1:PORT/`` once listening, then serves until SIGTERM/SIGINT.
+Other options: ``--seed S``, ``--page-kb K`` (default 40), ``--nav-variants V`` (nav links carry
+``utm_medium`` cycling over V values instead of one per page, which lowers the duplicate load a
+naive crawler sees from about N fetches per nav target to about V).
 
 Routes:
 
@@ -114,10 +117,13 @@ def canonicalize(target: str) -> tuple[str, str, list[tuple[str, str]]]:
 
 
 class Site:
-    def __init__(self, pages: int, seed: int, page_kb: int, base_url: str) -> None:
+    def __init__(
+        self, pages: int, seed: int, page_kb: int, base_url: str, nav_variants: int = 0
+    ) -> None:
         if pages < 1:
             raise ValueError("--pages must be >= 1")
         self.n = pages
+        self.nav_variants = nav_variants
         self.seed = seed
         self.page_bytes = page_kb * 1024
         self.base_url = base_url.rstrip("/")
@@ -153,9 +159,11 @@ class Site:
     def _page_link(self, j: int, href: str | None = None) -> str:
         return self._link(href or f"/p/{j}", self.titles[j])
 
-    def _nav(self, medium: str) -> str:
-        # Same targets on every page, but the tracking value differs per page, so a naive
-        # crawler sees N distinct URLs for each nav target.
+    def _nav(self, medium: str, n: int) -> str:
+        # Same targets on every page, but the tracking value differs per page (or cycles over
+        # --nav-variants values), so a naive crawler sees many URLs for each nav target.
+        if self.nav_variants:
+            medium = f"v{n % self.nav_variants}"
         items = [f"<li>{self._link(f'/?utm_source=nav&utm_medium={medium}', 'Home')}</li>"]
         for j in range(min(NAV_SIZE, self.n)):
             href = f"/p/{j}?utm_source=nav&utm_medium={medium}"
@@ -259,7 +267,7 @@ class Site:
         parts.append("<ul>" + "".join(f"<li>{self._words(rng, 5)}</li>" for _ in range(6)))
         parts.append("</ul>")
 
-        head = self._nav(f"page{i}") + aside + "<main><article>"
+        head = self._nav(f"page{i}", i) + aside + "<main><article>"
         tail = "</article></main>" + self._footer(i, tag)
         size = len(head) + len(tail) + sum(map(len, parts)) + 300
         while size < self.page_bytes:
@@ -287,7 +295,7 @@ class Site:
             pager.append(self._link(f"/list?sort={sort}&page={k + 1}", "Next"))
         pager.append(self._link(f"/list?sort={sort}&page={k}#top", "Top"))
         body = (
-            self._nav(f"list{k}")
+            self._nav(f"list{k}", k)
             + f'<main><h1 id="top">Archive {k}</h1><ul class="listing">{items}</ul>'
             + f'<p class="pager">{" ".join(pager)}</p></main>'
             + self._footer(k, f"list{k}")
@@ -303,7 +311,7 @@ class Site:
         )
         first = "".join(f"<li>{self._page_link(j)}</li>" for j in range(min(self.n, 100)))
         body = (
-            self._nav("home")
+            self._nav("home", 0)
             + "<main><h1>Bench site</h1>"
             + f'<h2>Latest</h2><ul class="latest">{first}</ul>'
             + f'<h2>Archives</h2><ul class="archives">{lists}</ul></main>'
@@ -516,7 +524,7 @@ class Server:
             await stop.wait()
             server.close()
             for w in list(self.writers):
-                w.close()
+                w.transport.abort()  # drop open keep-alive connections right away
         print("STOPPED", file=sys.stderr, flush=True)
 
 
@@ -527,10 +535,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--seed", type=int, default=1, help="content seed")
     parser.add_argument("--page-kb", type=int, default=40, help="approximate page size in KB")
+    parser.add_argument(
+        "--nav-variants",
+        type=int,
+        default=0,
+        help="distinct utm_medium values on nav links (0: one per page, the default)",
+    )
     args = parser.parse_args(argv)
 
     def factory(base: str) -> Site:
-        return Site(args.pages, args.seed, args.page_kb, base)
+        return Site(args.pages, args.seed, args.page_kb, base, args.nav_variants)
 
     asyncio.run(Server(factory, args.latency_ms / 1000.0).run(args.port))
 

@@ -22,6 +22,11 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> str:
         url = normalize_url(url)
     except ValueError:
         pass
+    return normalized_fingerprint(url, method, body)
+
+
+def normalized_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> str:
+    """:func:`url_fingerprint` of a URL that is already normalized."""
     digest = hashlib.sha1(f"{method} {url}\n".encode())
     if body:
         digest.update(body)

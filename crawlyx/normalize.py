@@ -431,3 +431,16 @@ def url_origin(url: str) -> str:
     parts = urlsplit(normalize_url(url))
     host = parts.netloc.rpartition("@")[2]
     return f"{parts.scheme}://{host}"
+
+
+def fetch_form(normalized: str, written: str) -> str:
+    """The URL to fetch for a link: its normalized form, with the trailing slash put back
+    when the link was written with one. Servers redirect /docs to /docs/ (or back), so
+    fetching the written form saves a hop; every other rule names the same resource."""
+    path = written.split("#", 1)[0].split("?", 1)[0]
+    if not path.endswith("/"):
+        return normalized
+    head, sep, query = normalized.partition("?")
+    if head.endswith("/"):
+        return normalized
+    return head + "/" + sep + query

@@ -129,6 +129,9 @@ class Scheduler(RedisScheduler):
     # -- out ----------------------------------------------------------------------
 
     def next_request(self):
+        if getattr(self.spider, "closing", False):
+            # The spider is done (max_pages): what is still queued stays for a resume.
+            return None
         while (popped := self.visited.pop()) is not None:
             fp, payload = popped
             try:

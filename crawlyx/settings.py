@@ -32,6 +32,9 @@ DOWNLOAD_DELAY = 0
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+# Items per response are few (one page, a handful of new links): Scrapy starts one
+# task per slot of this for every response, so keep it small.
+CONCURRENT_ITEMS = 16
 RETRY_TIMES = 2
 REDIRECT_MAX_TIMES = 10
 ROBOTSTXT_OBEY = False  # crawlyx's RobotsMiddleware replaces Scrapy's

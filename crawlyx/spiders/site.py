@@ -21,10 +21,10 @@ from scrapy.utils.response import get_base_url
 from scrapy.utils.sitemap import Sitemap
 
 from crawlyx.errors import classify, record_error
-from crawlyx.fingerprint import url_fingerprint
+from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
 from crawlyx.middlewares.robots import cached_robots
-from crawlyx.normalize import normalize_url, url_origin
+from crawlyx.normalize import fetch_form, normalize_url, url_origin
 from crawlyx.state import crawl_state
 from crawlyx.visited import visited_table
 
@@ -124,6 +124,7 @@ class SiteSpider(Spider):
         self.job = self.args.job or f"run-{uuid.uuid4().hex[:12]}"
         self.origin: str | None = None
         self.sitemap_max_bytes = 0
+        self.closing = False
 
     @classmethod
     def check_arguments(cls, arguments: dict) -> None:
@@ -172,10 +173,13 @@ class SiteSpider(Spider):
         self.logger.info("Crawl scope: %s (start %s)", origin, self.args.start)
         return origin
 
-    def wanted(self, url: str) -> bool:
-        """In scope and allowed by allow/deny (regexes on the normalized URL)."""
-        if url_origin(url) != self._scope():
-            return False
+    def in_scope(self, url: str) -> bool:
+        """``url`` (normalized) is on the crawl's origin."""
+        scope = self._scope()
+        return scope is not None and url.startswith(scope + "/")
+
+    def allowed(self, url: str) -> bool:
+        """Allowed by allow/deny (regexes on the normalized URL)."""
         if self.args.allow is not None and not self.args.allow.search(url):
             return False
         return self.args.deny is None or not self.args.deny.search(url)
@@ -206,37 +210,38 @@ class SiteSpider(Spider):
             # resuming the job crawls it.
             self.visited.unlease(response.request)
         if full:
+            self.closing = True  # the scheduler hands out nothing more
             raise CloseSpider("max_pages")
 
     def _follow(self, links: dict[str, str], depth: int, referrer: str):
         seen, skipped = self.visited, 0
         for link, raw in links.items():
-            if not self.wanted(link):
+            if not self.allowed(link):
                 continue
             # Links this process already offered (navigation on every page) stop
             # here; the scheduler's claim decides the rest.
-            if seen.known(url_fingerprint(link)):
+            if seen.known(normalized_fingerprint(link)):
                 skipped += 1
             else:
                 yield self._request(raw, depth=depth, referrer=referrer)
         self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
 
     def _links(self, response) -> dict[str, str]:
-        """Internal out-links: normalized URL -> URL as written (absolute, no fragment)."""
+        """Internal out-links: normalized URL -> the URL to fetch for it."""
         base = get_base_url(response)
-        scope = self._scope()
         links: dict[str, str] = {}
-        for href in response.xpath("//a/@href | //area/@href").getall():
+        # lxml directly: parsel would wrap every attribute value in a Selector.
+        hrefs = response.selector.root.xpath("//a/@href | //area/@href")
+        for href in dict.fromkeys(hrefs):
             href = href.strip()
             if not href or href.lower().startswith(_SKIP_SCHEMES):
                 continue
-            absolute = urljoin(base, href).split("#", 1)[0]
             try:
-                link = normalize_url(absolute)
+                link = normalize_url(href, base)
             except ValueError:
                 continue
-            if url_origin(link) == scope and link not in links:
-                links[link] = absolute
+            if link not in links and self.in_scope(link):
+                links[link] = fetch_form(link, href)
         return links
 
     def _page_quota(self) -> tuple[bool, bool]:
@@ -309,11 +314,11 @@ class SiteSpider(Spider):
                 url = normalize_url(loc)
             except ValueError:
                 continue
-            if url_origin(url) != self._scope():
+            if not self.in_scope(url):
                 continue
             if sitemap.type == "sitemapindex":
                 yield self._sitemap_request(loc)
-            elif self.wanted(url):
+            elif self.allowed(url):
                 yield self._request(loc, depth=1, referrer=None)
 
     # -- failures ---------------------------------------------------------------------
