@@ -103,7 +103,7 @@ class VisitedTable:
 
     # Fingerprints this process has already offered to Redis. A bounded cache: it only
     # saves round trips for links every page repeats (navigation); Redis decides.
-    LOCAL_CACHE_SIZE = 1 << 15
+    LOCAL_CACHE_SIZE = 1 << 12
     HEARTBEAT_TTL = 30  # seconds without a heartbeat before a process counts as dead
 
     def __init__(self, state: State, owner: str | None = None):

@@ -178,7 +178,9 @@ def test_progress_line_and_summary(crawl):
             f"start={start_url(site)}",
             settings={"CRAWLYX_PROGRESS_INTERVAL": 0.2, "CONCURRENT_REQUESTS_PER_DOMAIN": 2},
         )
-    assert re.search(r"crawlyx: \d+ pages done, \d+ queued, [\d.]+ pages/s, \d+ errors", result.log)
+    assert re.search(
+        r"crawlyx: \d+ pages done, \d+ queued, [\d.]+ pages/s, \d+ errors, rss \d+ MiB", result.log
+    )
     summary = re.search(
         r"crawlyx: finished \(finished\): (\d+) pages in [\d.]+ s \([\d.]+ pages/s\), "
         r"(\d+) duplicates avoided, errors: http_4xx 1, robots_disallowed 1",

@@ -7,6 +7,7 @@ the frontier (queued in Redis, for the whole job) and errors by class.
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from scrapy import signals
@@ -17,6 +18,15 @@ from crawlyx.errors import ERROR_CLASSES
 from crawlyx.visited import visited_table
 
 logger = logging.getLogger(__name__)
+
+
+def _rss() -> int:
+    """This process's resident memory in bytes (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class Progress:
@@ -56,11 +66,12 @@ class Progress:
         self._last = (now, pages)
         rate = (pages - before) / (now - then) if now > then else 0.0
         logger.info(
-            "crawlyx: %d pages done, %d queued, %.1f pages/s, %d errors",
+            "crawlyx: %d pages done, %d queued, %.1f pages/s, %d errors, rss %d MiB",
             pages,
             visited_table(self.crawler).queued(),
             rate,
             self.errors(),
+            _rss() >> 20,
         )
 
     def spider_closed(self, spider, reason):
