@@ -339,6 +339,8 @@ else:  # pragma: no cover
 class _State(threading.local):
     base_url = ""
     page_url = ""
+    links = "inline"  # inline | reference | none
+    refs: dict[str, int]
 
 
 class CrawlyxMarkdownConverter(MarkdownConverter):
@@ -364,9 +366,11 @@ class CrawlyxMarkdownConverter(MarkdownConverter):
         self._child_tags_cache: dict[tuple[frozenset, str], frozenset] = {}
 
     # ------------------------------------------------------------------ driving
-    def convert_document(self, html: str, base_url: str) -> str:
+    def convert_document(self, html: str, base_url: str, links: str = "inline") -> str:
         soup = self._parse(html)
         state = self._state
+        state.links = links
+        state.refs = {}
         state.page_url = urldefrag(base_url)[0] if base_url else ""
         state.base_url = base_url
         base_href = getattr(soup.builder, "base_href", None)
@@ -383,6 +387,8 @@ class CrawlyxMarkdownConverter(MarkdownConverter):
         except RecursionError:
             _flatten_deep(soup, _MAX_DEPTH)
             text = self.convert_soup(soup)
+        if state.refs:
+            text += "\n\n" + "\n".join(f"[{n}]: {url}" for url, n in state.refs.items())
         return _finish(text)
 
     def _parse(self, html: str) -> BeautifulSoup:
@@ -519,11 +525,16 @@ class CrawlyxMarkdownConverter(MarkdownConverter):
         text = _re_all_whitespace.sub(" ", text).strip()
         if not text:
             return prefix or suffix
-        url = self._link_target(el.get("href"))
+        mode = self._state.links
+        url = self._link_target(el.get("href")) if mode != "none" else ""
         if not url:
             return prefix + text + suffix
         if text == url:
             return prefix + url + suffix  # GFM autolink, no need to repeat the URL
+        if mode == "reference":
+            refs = self._state.refs
+            n = refs.setdefault(url, len(refs) + 1)
+            return f"{prefix}[{text}][{n}]{suffix}"
         return f"{prefix}[{text}]({url}){suffix}"
 
     def _link_target(self, href) -> str:
@@ -794,14 +805,21 @@ def _get_converter() -> CrawlyxMarkdownConverter:
     return _converter
 
 
-def html_to_markdown(html: str, base_url: str) -> str:
+LINK_STYLES = ("inline", "reference", "none")
+
+
+def html_to_markdown(html: str, base_url: str, links: str = "inline") -> str:
     """Convert an HTML document (or fragment) to markdown.
 
     Relative links are resolved against ``base_url`` (or the document's ``<base href>``).
+    ``links``: ``inline`` ``[text](url)``, ``reference`` ``[text][1]`` with the URLs listed
+    at the end, or ``none`` (the text alone).
     Returns ``""`` when there is no content, otherwise text ending in exactly one newline.
     """
+    if links not in LINK_STYLES:
+        raise ValueError(f"links must be one of {', '.join(LINK_STYLES)}, not {links!r}")
     if isinstance(html, bytes):
         html = html.decode("utf-8", "replace")
     if not html or html.isspace():
         return ""
-    return _get_converter().convert_document(html, base_url or "")
+    return _get_converter().convert_document(html, base_url or "", links)
