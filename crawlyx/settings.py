@@ -17,6 +17,9 @@ CRAWLYX_ROBOTS_ENABLED = True
 CRAWLYX_SITEMAP_MAX_BYTES = 10 * 1024 * 1024  # per sitemap document; larger ones are skipped
 CRAWLYX_MARKDOWN_ENABLED = True
 CRAWLYX_MARKDOWN_WORKERS = 0  # 0: one per core
+CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
+CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none
+CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site's pages
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
 
 # --- the frontier: scrapy-redis's scheduler over the visited table -------------------
