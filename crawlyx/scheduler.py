@@ -156,6 +156,8 @@ class Scheduler(RedisScheduler):
         process holds no lease while idle; one it still has was lost on a path that
         never reported back, and is closed here so the crawl can end.
         """
+        if getattr(self.spider, "closing", False):
+            return False
         if self.visited.queued():
             return True
         for fp in self.visited.own_leases():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse
 from scrapy.utils.gz import gunzip, gzip_magic_number
@@ -135,7 +135,12 @@ class SiteSpider(Spider):
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.sitemap_max_bytes = crawler.settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
+        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         return spider
+
+    def idle(self):
+        if self.closing:
+            raise CloseSpider("max_pages")
 
     @property
     def visited(self):
@@ -210,8 +215,9 @@ class SiteSpider(Spider):
             # resuming the job crawls it.
             self.visited.unlease(response.request)
         if full:
-            self.closing = True  # the scheduler hands out nothing more
-            raise CloseSpider("max_pages")
+            # Nothing more is handed out; what is in flight drains, then the crawl
+            # closes (raising here would cancel this very item in the pipelines).
+            self.closing = True
 
     def _follow(self, links: dict[str, str], depth: int, referrer: str):
         seen, skipped = self.visited, 0
