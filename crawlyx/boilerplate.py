@@ -62,10 +62,10 @@ class RepeatedBlocks:
         keys = [
             hash(" ".join(b.split())) if i and _judged(b) else None for i, b in enumerate(blocks)
         ]
-        for key in set(keys) - {None}:
-            counts[key] = counts.get(key, 0) + 1
         if len(counts) > self.capacity:
             self.counts = counts = {k: n for k, n in counts.items() if n > 1}
+        for key in set(keys) - {None}:
+            counts[key] = counts.get(key, 0) + 1
         threshold = max(self.min_pages, self.share * self.pages)
         kept = [b for b, k in zip(blocks, keys, strict=True) if k is None or counts[k] < threshold]
         dropped = len(blocks) - len(kept)

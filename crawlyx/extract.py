@@ -266,6 +266,10 @@ def _ensure_title(root, title: str | None):
         return root
     if not title:
         return root
+    first = next(root.iter("h2", "h3", "h4", "h5", "h6"), None)
+    if first is not None and " ".join(first.text_content().split()) == title:
+        first.tag = "h1"  # the content opens with the title at a lower level
+        return root
     wrapper = html.Element("div")
     heading = html.Element("h1")
     heading.text = title

@@ -23,6 +23,7 @@ PAGE = """<!doctype html>
 <h1>{title}</h1>
 <p>Text of {title}.</p>
 {body}
+<p class="note">Written by the fixture team, who keep this test site tidy.</p>
 </body></html>
 """
 

@@ -189,3 +189,35 @@ def test_progress_line_and_summary(crawl):
     assert summary, result.log[-2000:]
     assert int(summary.group(1)) == len(result.items)
     assert int(summary.group(2)) > 0
+
+
+def test_markdown_options(site, crawl):
+    result = crawl(
+        f"start={start_url(site)}",
+        settings={"CRAWLYX_MARKDOWN_MAIN_CONTENT": "false", "CRAWLYX_MARKDOWN_LINKS": "none"},
+    )
+    items = {item["url"]: item for item in result.items}
+    md = items[f"{site.base}/docs/intro?a=1&b=2"]["markdown"]
+    assert "](http" not in md  # links as text only
+    assert "| Name | Value |" in md
+    # The whole page: even the note every page repeats is kept.
+    assert all("Written by the fixture team" in item["markdown"] for item in result.items)
+
+
+def test_bad_markdown_setting_stops_the_crawl(site, crawl):
+    result = crawl(f"start={start_url(site)}", settings={"CRAWLYX_MARKDOWN_LINKS": "footnote"})
+    assert result.returncode != 0
+    assert "CRAWLYX_MARKDOWN_LINKS must be one of inline, reference, none" in result.log
+    assert not result.items and not site.counts
+
+
+def test_blocks_repeated_across_the_site_are_dropped(crawl):
+    with SiteServer(generated=40) as site:
+        result = crawl(f"start={start_url(site)}", settings={"CRAWLYX_MARKDOWN_WORKERS": 1})
+    with_note = [i for i in result.items if "Written by the fixture team" in i["markdown"]]
+    # The first pages cannot be judged yet; after them the repeated note is gone.
+    assert len(result.items) > 50
+    assert 1 <= len(with_note) <= 6
+    # At least the note on every later page (the generated pages' shared links go too).
+    dropped = int(result.stat("crawlyx/markdown/repeated_blocks_dropped"))
+    assert dropped >= len(result.items) - len(with_note)

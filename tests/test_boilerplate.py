@@ -1,0 +1,53 @@
+"""Site-level boilerplate: blocks repeated across the pages of one crawl."""
+
+from crawlyx.boilerplate import RepeatedBlocks, split_blocks
+
+
+def test_split_blocks_keeps_fenced_code_whole():
+    md = "# Title\n\nPara one\nstill one\n\n```python\na = 1\n\n\nb = 2\n```\n\n- x\n- y\n"
+    assert split_blocks(md) == [
+        "# Title",
+        "Para one\nstill one",
+        "```python\na = 1\n\n\nb = 2\n```",
+        "- x\n- y",
+    ]
+
+
+def page(n: int) -> str:
+    return (
+        f"# Page {n}\n\nText only page {n} has.\n\nSubscribe to our newsletter!\n\n"
+        "## Parameters\n\n```sh\npip install thing\n```\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n"
+    )
+
+
+def test_repeated_paragraphs_go_structure_stays():
+    repeated = RepeatedBlocks(min_pages=3, share=0.2)
+    outputs = [repeated.filter(page(n)) for n in range(6)]
+    assert [dropped for _, dropped in outputs] == [0, 0, 1, 1, 1, 1]
+    last, _ = outputs[-1]
+    assert "Subscribe to our newsletter!" not in last
+    # Title, unique text, headings, code and tables always stay.
+    for kept in (
+        "# Page 5",
+        "Text only page 5 has.",
+        "## Parameters",
+        "pip install thing",
+        "| 1 | 2 |",
+    ):
+        assert kept in last
+
+
+def test_share_of_pages_is_required_too():
+    repeated = RepeatedBlocks(min_pages=2, share=0.5)
+    for n in range(10):
+        repeated.filter(f"# P{n}\n\nUnique {n}.\n")
+    # Seen on 3 of 13 pages: under half, so it stays.
+    results = [repeated.filter(f"# Q{n}\n\nOccasional promo.\n")[1] for n in range(3)]
+    assert results == [0, 0, 0]
+
+
+def test_counts_are_bounded():
+    repeated = RepeatedBlocks(capacity=100)
+    for n in range(1000):
+        repeated.filter(f"# T\n\nunique paragraph {n}\n")
+    assert len(repeated.counts) <= 101

@@ -1,0 +1,90 @@
+"""Main-content extraction: what goes, what stays, the options."""
+
+import pytest
+
+from crawlyx.extract import page_markdown, page_title
+from crawlyx.markdown import html_to_markdown
+
+PAGE = """<html><head><title>Launch notes | Acme Blog</title></head><body>
+<header class="site-header"><a href="/">Acme</a><nav><a href="/pricing">Pricing</a></nav></header>
+<div id="cookie-banner" class="cookie-consent">We use cookies to improve things.</div>
+<div class="layout"><div class="content-area"><div class="post-body">
+<h2 class="anchor">Launch notes<a class="hash-link" href="#launch">#</a></h2>
+<p>The new release ships a faster parser, a smaller binary and fewer surprises, says the team.</p>
+<p style="display:none">Invisible promo text.</p>
+<p>Read the <a href="/docs/parser">parser docs</a> to learn how the new parser handles
+edge cases.</p>
+<ul class="share-bar"><li><a href="/s/x">Share on X</a></li>
+<li><a href="/s/m">Mastodon</a></li></ul>
+<section class="related-posts"><h3>Related</h3><ul>
+<li><a href="/a">Older post one</a></li><li><a href="/b">Older post two</a></li>
+<li><a href="/c">Older post three</a></li></ul></section>
+</div></div>
+<aside class="sidebar"><h3>Archive</h3>
+<p>Browse every post since 2009 in the archive.</p></aside></div>
+<footer>© 2026 Acme Inc.</footer>
+</body></html>"""
+
+URL = "https://acme.example/blog/launch"
+
+
+def test_main_content_only():
+    md = page_markdown(PAGE, URL)
+    assert md.startswith("# Launch notes\n")
+    assert md.count("Launch notes") == 1
+    assert "faster parser, a smaller binary" in md
+    assert "[parser docs](https://acme.example/docs/parser)" in md
+    for gone in (
+        "cookies", "Pricing", "Invisible promo", "Share on X", "Older post", "Archive",
+        "© 2026", "notes#", "#launch",
+    ):  # fmt: skip
+        assert gone not in md, gone
+
+
+def test_whole_page_when_asked():
+    md = page_markdown(PAGE, URL, main_content=False)
+    assert "Pricing" in md and "© 2026 Acme Inc." in md and "Older post one" in md
+
+
+@pytest.mark.parametrize(
+    ("links", "expected"),
+    [
+        ("inline", "Read the [parser docs](https://acme.example/docs/parser) to learn how"),
+        ("reference", "Read the [parser docs][1] to learn"),
+        ("none", "Read the parser docs to learn"),
+    ],
+)
+def test_link_styles(links, expected):
+    md = page_markdown(PAGE, URL, links=links)
+    assert expected in md
+    if links == "reference":
+        assert md.rstrip().endswith("[1]: https://acme.example/docs/parser")
+
+
+def test_unknown_link_style_is_refused():
+    with pytest.raises(ValueError, match="inline, reference, none"):
+        html_to_markdown("<p>x</p>", URL, links="footnote")
+
+
+def test_title_from_the_page_not_the_site():
+    from lxml import html
+
+    assert page_title(html.document_fromstring(PAGE)) == "Launch notes"
+    doc = html.document_fromstring("<title>Site name - A long article headline</title><p>x")
+    assert page_title(doc) == "A long article headline"
+
+
+def test_title_added_once_when_the_content_has_no_h1():
+    page = (
+        "<title>Recipe: bread</title><body><header><h1>Recipe: bread</h1></header>"
+        "<main><p>Mix flour, water, salt and yeast; knead well and let it rise overnight.</p>"
+        "</main></body>"
+    )
+    md = page_markdown(page, URL)
+    assert md.startswith("# Recipe: bread\n\nMix flour")
+    assert md.count("Recipe: bread") == 1
+
+
+@pytest.mark.parametrize("page", ["", "   ", "<html></html>", "\x00\x01garbage", b"\xff\xfe<p>x"])
+def test_malformed_input_never_raises(page):
+    assert isinstance(page_markdown(page, URL), str)
