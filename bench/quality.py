@@ -6,8 +6,9 @@ substrings). The score is the F1 of word 4-shingles between the converter's outp
 ideal, counted as multisets, so leftover boilerplate lowers precision and lost content lowers
 recall. Markdown syntax and link targets are ignored, so the score measures text, not format.
 
-    python bench/quality.py                  # crawlyx.extract.page_markdown (if it exists)
+    python bench/quality.py                  # crawlyx.extract.page_markdown
     python bench/quality.py --whole-page     # baseline: html_to_markdown of the whole page
+    python bench/quality.py --trafilatura    # comparison (pip install trafilatura first)
     python bench/quality.py --dump /tmp/out  # also write each output to /tmp/out/NAME.md
 """
 
@@ -107,18 +108,24 @@ def load_corpus(corpus: Path = DEFAULT_CORPUS) -> list[Page]:
 Converter = Callable[[str, str], str]
 
 
-def get_converter(whole_page: bool = False) -> tuple[str, Converter]:
-    """(label, function(html, url) -> markdown): ``crawlyx.extract.page_markdown`` when it
-    can be imported and ``whole_page`` is false, else ``crawlyx.markdown.html_to_markdown``."""
-    from crawlyx.markdown import html_to_markdown
+def get_converter(kind: str = "crawlyx") -> tuple[str, Converter]:
+    """(label, function(html, url) -> markdown) for ``kind``: ``crawlyx`` (main content),
+    ``whole-page`` (the converter alone), or ``trafilatura`` (for comparison; installed
+    separately, it is no dependency of crawlyx)."""
+    if kind == "whole-page":
+        from crawlyx.markdown import html_to_markdown
 
-    if whole_page:
         return "crawlyx.markdown.html_to_markdown (whole page)", html_to_markdown
-    try:
-        from crawlyx.extract import page_markdown
-    except Exception as exc:  # not written yet, or broken: measure the baseline instead
-        label = f"crawlyx.markdown.html_to_markdown (fallback: {type(exc).__name__}: {exc})"
-        return label, html_to_markdown
+    if kind == "trafilatura":
+        import trafilatura
+
+        def convert(html: str, url: str) -> str:
+            return trafilatura.extract(html, url=url, output_format="markdown",
+                                       include_tables=True, include_links=True) or ""  # fmt: skip
+
+        return f"trafilatura {trafilatura.__version__}", convert
+    from crawlyx.extract import page_markdown
+
     return "crawlyx.extract.page_markdown", page_markdown
 
 
@@ -158,10 +165,20 @@ def evaluate(page: Page, convert: Converter, repeat: int = 1) -> Result:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="corpus directory")
-    parser.add_argument(
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
         "--whole-page",
-        action="store_true",
+        dest="kind",
+        action="store_const",
+        const="whole-page",
         help="convert the whole page with html_to_markdown (the baseline)",
+    )
+    which.add_argument(
+        "--trafilatura",
+        dest="kind",
+        action="store_const",
+        const="trafilatura",
+        help="trafilatura's markdown output, for comparison",
     )
     parser.add_argument("--repeat", type=int, default=3, help="timing runs per page (best kept)")
     parser.add_argument("--dump", type=Path, help="write each page's output to DIR/NAME.md")
@@ -170,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    label, convert = get_converter(args.whole_page)
+    label, convert = get_converter(args.kind or "crawlyx")
     pages = load_corpus(args.corpus)
     if not pages:
         print(f"no pages in {args.corpus}", file=sys.stderr)
