@@ -59,11 +59,9 @@ class RepeatedBlocks:
         blocks = split_blocks(markdown)
         self.pages += 1
         counts = self.counts
-        keys = [
-            hash(" ".join(b.split())) if i and _judged(b) else None for i, b in enumerate(blocks)
-        ]
         if len(counts) > self.capacity:
             self.counts = counts = {k: n for k, n in counts.items() if n > 1}
+        keys = [hash(b) if i and _judged(b) else None for i, b in enumerate(blocks)]
         for key in set(keys) - {None}:
             counts[key] = counts.get(key, 0) + 1
         threshold = max(self.min_pages, self.share * self.pages)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from lxml import etree, html
+from lxml import etree
 
 from crawlyx.markdown import html_to_markdown
 
@@ -73,8 +73,17 @@ _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
 
 
+# Plain lxml elements: lxml.html's element classes cost a lookup per element touched.
+_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
+
+
+def _text(el) -> str:
+    return el.xpath("string()")
+
+
 def _text_len(el) -> int:
-    return len(" ".join(el.itertext()).split()) if el is not None else 0
+    """Words of text in ``el``."""
+    return len(_text(el).split()) if el is not None else 0
 
 
 def _link_text_len(el) -> int:
@@ -121,13 +130,13 @@ def _is_hidden(el) -> bool:
 def _is_permalink(el) -> bool:
     """A heading's permalink ("¶") or a footnote marker ("[2]") pointing into the page."""
     if el.tag == "a":
-        return el.get("href", "").startswith("#") and el.text_content().strip() in _PERMALINK_TEXT
+        return el.get("href", "").startswith("#") and _text(el).strip() in _PERMALINK_TEXT
     if el.tag == "sup":
         links = el.findall(".//a")
         return (
             len(links) == 1
             and links[0].get("href", "").startswith("#")
-            and bool(_FOOTNOTE_MARK.fullmatch(el.text_content().strip()))
+            and bool(_FOOTNOTE_MARK.fullmatch(_text(el).strip()))
         )
     return False
 
@@ -187,8 +196,7 @@ def _best_scored(body, total):
         words = _text_len(p)
         if words < 8:
             continue
-        text = " ".join(p.itertext())
-        score = 1 + text.count(",") + min(words / 20, 3)
+        score = 1 + _text(p).count(",") + min(words / 20, 3)
         parent = p.getparent()
         if parent is None:
             continue
@@ -244,9 +252,9 @@ def page_title(doc) -> str | None:
     """The page's headline: the h1 that the <title> (or og:title) names, else the
     <title> without its site-name part, else the first h1."""
     titles = [" ".join(t.split()) for t in doc.xpath('//meta[@property="og:title"]/@content')]
-    titles += [" ".join(t.text_content().split()) for t in doc.iter("title")]
+    titles += [" ".join(_text(t).split()) for t in doc.iter("title")]
     titles = [t for t in titles if t]
-    h1s = [" ".join(h.text_content().split()) for h in doc.iter("h1")]
+    h1s = [" ".join(_text(h).split()) for h in doc.iter("h1")]
     h1s = [h for h in h1s if h]
     for h1 in h1s:
         if any(h1.lower() in t.lower() for t in titles):
@@ -267,37 +275,50 @@ def _ensure_title(root, title: str | None):
     if not title:
         return root
     first = next(root.iter("h2", "h3", "h4", "h5", "h6"), None)
-    if first is not None and " ".join(first.text_content().split()) == title:
+    if first is not None and " ".join(_text(first).split()) == title:
         first.tag = "h1"  # the content opens with the title at a lower level
         return root
-    wrapper = html.Element("div")
-    heading = html.Element("h1")
+    wrapper = etree.Element("div")
+    heading = etree.SubElement(wrapper, "h1")
     heading.text = title
-    wrapper.append(heading)
     wrapper.append(root)
     return wrapper
 
 
-def page_markdown(
-    page: str | bytes, url: str, *, main_content: bool = True, links: str = "inline"
-) -> str:
-    """A page's markdown: its main content (or the whole page), links as asked."""
-    if not main_content:
-        return html_to_markdown(page, url, links)
+def parse_document(page: str | bytes):
+    """The page as an lxml document, or None when it has no body to speak of."""
     try:
-        doc = html.document_fromstring(page)
-    except (etree.ParserError, ValueError):
+        doc = etree.fromstring(page, _PARSER) if page else None
+    except ValueError:
+        if not isinstance(page, str):
+            return None
+        # A str with an XML encoding declaration: lxml wants bytes for that.
+        return parse_document(page.encode("utf-8", "replace"))
+    except etree.ParserError:
+        return None
+    return doc if doc is not None and doc.find("body") is not None else None
+
+
+def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, links="inline"):
+    """Markdown of a parsed page (``doc``, which this changes) or of ``page`` whole."""
+    if doc is None or not main_content:
         return html_to_markdown(page, url, links)
     body = doc.find("body")
-    if body is None:
-        return html_to_markdown(page, url, links)
     title = page_title(doc)
     base = doc.find(".//base[@href]")
     _prune(body)
     root = _container(body)
     _drop_link_lists(root)
     root = _ensure_title(root, title)
-    fragment = html.tostring(root, encoding="unicode")
+    fragment = etree.tostring(root, method="html", encoding="unicode", with_tail=False)
     if base is not None:
-        fragment = html.tostring(base, encoding="unicode") + fragment
+        fragment = etree.tostring(base, method="html", encoding="unicode") + fragment
     return html_to_markdown(fragment, url, links)
+
+
+def page_markdown(
+    page: str | bytes, url: str, *, main_content: bool = True, links: str = "inline"
+) -> str:
+    """A page's markdown: its main content (or the whole page), links as asked."""
+    doc = parse_document(page) if main_content else None
+    return document_markdown(doc, page, url, main_content=main_content, links=links)

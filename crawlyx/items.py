@@ -43,5 +43,3 @@ class PageItem(scrapy.Item):
     render = scrapy.Field()  # "http" | "browser"
     elapsed_ms = scrapy.Field()
     bytes = scrapy.Field()
-    # The page's HTML, from the spider to the markdown pipeline; never exported.
-    html = scrapy.Field()

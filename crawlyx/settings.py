@@ -15,7 +15,6 @@ CRAWLYX_DATA_DIR = ".crawlyx"
 CRAWLYX_BOT_NAME = "crawlyx"  # the robots.txt user-agent token
 CRAWLYX_ROBOTS_ENABLED = True
 CRAWLYX_SITEMAP_MAX_BYTES = 10 * 1024 * 1024  # per sitemap document; larger ones are skipped
-CRAWLYX_MARKDOWN_ENABLED = True
 CRAWLYX_MARKDOWN_WORKERS = 0  # 0: one per core
 CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none

@@ -11,26 +11,25 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse
 from scrapy.utils.gz import gunzip, gzip_magic_number
-from scrapy.utils.response import get_base_url
 from scrapy.utils.sitemap import Sitemap
 
 from crawlyx.errors import classify, record_error
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
 from crawlyx.middlewares.robots import cached_robots
-from crawlyx.normalize import fetch_form, normalize_url, url_origin
+from crawlyx.normalize import normalize_url, url_origin
 from crawlyx.state import crawl_state
 from crawlyx.visited import visited_table
+from crawlyx.workers import page_workers
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-_SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:", "#")
 
 
 class ArgumentError(ValueError):
@@ -135,6 +134,7 @@ class SiteSpider(Spider):
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.sitemap_max_bytes = crawler.settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
+        spider.workers = page_workers(crawler)  # settings checked before the crawl starts
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         return spider
 
@@ -191,25 +191,26 @@ class SiteSpider(Spider):
 
     # -- pages ------------------------------------------------------------------------
 
-    def parse(self, response):
-        anchor = response.meta.get("crawlyx_anchor")
-        if anchor:
+    async def parse(self, response):
+        if response.meta.get("crawlyx_anchor"):
             origin = self._anchor(response)
             if self.args.sitemap:
-                yield from self._sitemap_seeds(origin)
+                for request in self._sitemap_seeds(origin):
+                    yield request
         if not isinstance(response, HtmlResponse):
             return
         depth = response.meta.get("depth", 0)
         url = normalize_url(response.url)
-        links = self._links(response)
+        page = await self.workers.read(response.text, response.url, self._scope())
         if self.args.max_depth is None or depth < self.args.max_depth:
-            yield from self._follow(links, depth + 1, url)
+            for request in self._follow(page["links"], depth + 1, url):
+                yield request
         if self.args.max_pages is None:
-            yield self._item(response, url, depth, sorted(links))
+            yield self._item(response, url, depth, page)
             return
         fits, full = self._page_quota()
         if fits:
-            yield self._item(response, url, depth, sorted(links))
+            yield self._item(response, url, depth, page)
         else:
             # Fetched while the crawl was closing: not emitted, so not done either;
             # resuming the job crawls it.
@@ -232,38 +233,18 @@ class SiteSpider(Spider):
                 yield self._request(raw, depth=depth, referrer=referrer)
         self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
 
-    def _links(self, response) -> dict[str, str]:
-        """Internal out-links: normalized URL -> the URL to fetch for it."""
-        base = get_base_url(response)
-        links: dict[str, str] = {}
-        # lxml directly: parsel would wrap every attribute value in a Selector.
-        hrefs = response.selector.root.xpath("//a/@href | //area/@href")
-        for href in dict.fromkeys(hrefs):
-            href = href.strip()
-            if not href or href.lower().startswith(_SKIP_SCHEMES):
-                continue
-            try:
-                link = normalize_url(href, base)
-            except ValueError:
-                continue
-            if link not in links and self.in_scope(link):
-                links[link] = fetch_form(link, href)
-        return links
-
     def _page_quota(self) -> tuple[bool, bool]:
         """Counts a page against max_pages for the whole job: (it fits, the crawl is full)."""
         count = crawl_state(self.crawler).client.hincrby(self._meta_key, "pages", 1)
         return count <= self.args.max_pages, count >= self.args.max_pages
 
-    def _item(self, response, url, depth, links) -> PageItem:
-        sel = response.selector
+    def _item(self, response, url: str, depth: int, page: dict) -> PageItem:
         headers = response.headers
 
         def header(name):
             value = headers.get(name)
             return value.decode("latin-1") if value else None
 
-        canonical = sel.xpath("//link[@rel='canonical']/@href").get()
         latency = response.meta.get("download_latency")
         return PageItem(
             url=url,
@@ -272,19 +253,18 @@ class SiteSpider(Spider):
             fetched_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             depth=depth,
             referrer=response.meta.get("crawlyx_referrer"),
-            title=_clean(sel.xpath("//title//text()").get()),
-            description=_clean(sel.xpath("//meta[@name='description']/@content").get()),
-            lang=_clean(sel.xpath("/html/@lang").get()),
-            canonical=urljoin(response.url, canonical.strip()) if canonical else None,
-            markdown=None,
-            links=links,
+            title=page["title"],
+            description=page["description"],
+            lang=page["lang"],
+            canonical=page["canonical"],
+            markdown=page["markdown"],
+            links=sorted(page["links"]),
             content_hash=None,
             etag=header(b"ETag"),
             last_modified=header(b"Last-Modified"),
             render="http",
             elapsed_ms=round(latency * 1000, 1) if latency is not None else None,
             bytes=len(response.body),
-            html=response.text,
         )
 
     # -- sitemaps ---------------------------------------------------------------------
@@ -342,10 +322,3 @@ def _same_origin(url: str, origin: str) -> bool:
         return url_origin(normalize_url(url)) == origin
     except ValueError:
         return False
-
-
-def _clean(text: str | None) -> str | None:
-    if text is None:
-        return None
-    text = " ".join(text.split())
-    return text or None
