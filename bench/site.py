@@ -379,8 +379,14 @@ class Stats:
         self.by_resource: Counter[str] = Counter()  # content resources only
         self.by_raw: Counter[str] = Counter()  # every counted request target
         self.started = time.monotonic()
+        self.first: float | None = None  # first and last counted request
+        self.last: float | None = None
 
     def record(self, raw: str, key: str, kind: str, status: int, nbytes: int) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        self.last = now
         self.requests += 1
         self.bytes += nbytes
         self.by_kind[kind] += 1
@@ -402,6 +408,7 @@ class Stats:
             "by_status": {str(k): v for k, v in self.by_status.items()},
             "top_resources": self.by_resource.most_common(10),
             "elapsed_s": round(time.monotonic() - self.started, 3),
+            "fetching_s": round((self.last or 0) - (self.first or 0), 3),
         }
         if full:
             data["per_resource"] = dict(self.by_resource)

@@ -23,8 +23,15 @@ from crawlyx.markdown import LINK_STYLES
 from crawlyx.page import analyze
 
 
+_lowered = False
+
+
 def _lower_priority() -> None:
-    os.nice(10)
+    """Pool initializer (and warm-up task): ten steps below the crawl process, once."""
+    global _lowered
+    if not _lowered:
+        os.nice(10)
+        _lowered = True
 
 
 class PageWorkers:
@@ -61,6 +68,11 @@ class PageWorkers:
         """:func:`crawlyx.page.analyze` of the page, in a worker."""
         return await asyncio.wrap_future(self.pool.submit(self.analyze, page, url, scope))
 
+    def warm_up(self) -> None:
+        """Start the workers now, while the crawl fetches robots.txt and its first page."""
+        for _ in range(self.workers):
+            self.pool.submit(_lower_priority)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -75,5 +87,6 @@ def page_workers(crawler) -> PageWorkers:
     workers = _workers.get(crawler)
     if workers is None:
         workers = _workers[crawler] = PageWorkers.from_settings(crawler.settings)
+        crawler.signals.connect(workers.warm_up, signal=signals.spider_opened)
         crawler.signals.connect(workers.close, signal=signals.engine_stopped)
     return workers
