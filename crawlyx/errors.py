@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from ssl import SSLError
 
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
     DownloadTimeoutError,
+    IgnoreRequest,
 )
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet import error as net
@@ -49,11 +51,37 @@ def classify(failure: Failure) -> str:
         return "dns"
     if isinstance(exc, DownloadCancelledError) and "max size" in str(exc):
         return "too_large"
+    if isinstance(exc, IgnoreRequest):
+        message = str(exc)
+        if "DOWNLOAD_MAXSIZE" in message:  # a decompression bomb, stopped while inflating
+            return "too_large"
+        if "max redirections" in message:  # a redirect chain that does not end
+            return "trap"
     if isinstance(exc, SSLError) or "SSL" in type(exc).__name__:
         return "tls"
     return "connection"
 
 
-def record_error(stats, error_class: str) -> None:
-    stats.inc_value("crawlyx/error/count")
-    stats.inc_value(f"crawlyx/error/{error_class}")
+class ErrorLog:
+    """Every failed or skipped URL, counted under its class in the stats
+    (``crawlyx/error/<class>``) and, with ``-a errors=PATH``, written there as one JSON
+    line: url, class, detail, referrer. A resumed job appends to the file."""
+
+    def __init__(self, crawler, path: str | None = None, append: bool = False):
+        self.crawler = crawler
+        self.file = open(path, "a" if append else "w", encoding="utf-8") if path else None
+
+    def record(self, url: str, error_class: str, detail: str = "", referrer: str | None = None):
+        if error_class not in ERROR_CLASSES:
+            raise ValueError(f"unknown error class {error_class!r}")
+        stats = self.crawler.stats
+        stats.inc_value("crawlyx/error/count")
+        stats.inc_value(f"crawlyx/error/{error_class}")
+        if self.file is not None:
+            line = {"url": url, "class": error_class, "detail": detail[:500], "referrer": referrer}
+            self.file.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None

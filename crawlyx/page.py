@@ -20,15 +20,24 @@ def analyze(
     page: str, url: str, scope: str | None, *, main_content: bool = True, links: str = "inline"
 ) -> dict:
     """``title``, ``description``, ``lang``, ``canonical``, ``links`` (normalized in-scope
-    URL -> URL to fetch) and ``markdown`` of a page fetched from ``url``."""
+    URL -> URL to fetch), ``robots`` (name, content of robots meta tags: ``robots`` and
+    ``*bot``) and ``markdown`` of a page fetched from ``url``."""
     doc = parse_document(page)
-    data = {"title": None, "description": None, "lang": None, "canonical": None, "links": {}}
+    data = {"title": None, "description": None, "lang": None, "canonical": None}
+    data.update(links={}, robots=[])
     if doc is not None:
         base = url
         for href in doc.xpath("//base/@href")[:1]:
             base = _join(url, href) or url
         data.update(_metadata(doc, url))
         data["links"] = _links(doc, base, scope)
+        data["robots"] = [
+            (m.get("name", ""), m.get("content", ""))
+            for m in doc.iter("meta")
+            if m.get("name")
+            and m.get("content")
+            and ("robot" in m.get("name").lower() or m.get("name").lower().endswith("bot"))
+        ]
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
     return data
 

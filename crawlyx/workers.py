@@ -22,7 +22,6 @@ from scrapy import signals
 from crawlyx.markdown import LINK_STYLES
 from crawlyx.page import analyze
 
-
 _lowered = False
 
 

@@ -7,11 +7,8 @@ middlewares.
 
 from __future__ import annotations
 
-import re
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider
@@ -19,97 +16,17 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
-from crawlyx.errors import classify, record_error
+from crawlyx.arguments import CrawlArgs
+from crawlyx.errors import ErrorLog, classify
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
 from crawlyx.middlewares.robots import cached_robots
 from crawlyx.normalize import normalize_url, url_origin
+from crawlyx.optout import OptOut
 from crawlyx.state import crawl_state
+from crawlyx.traps import TrapRules
 from crawlyx.visited import visited_table
 from crawlyx.workers import page_workers
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
-class ArgumentError(ValueError):
-    """A bad spider argument; the message names it and what is accepted."""
-
-
-@dataclass(frozen=True)
-class CrawlArgs:
-    start: str
-    max_pages: int | None = None
-    max_depth: int | None = None
-    allow: re.Pattern | None = None
-    deny: re.Pattern | None = None
-    sitemap: bool = True
-    job: str | None = None
-
-    @classmethod
-    def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
-              sitemap=None, job=None, **_ignored) -> CrawlArgs:  # fmt: skip
-        """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
-        if not start:
-            raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
-        parts = urlsplit(start.strip())
-        if not parts.scheme or not parts.netloc:
-            raise ArgumentError(f"start: {start!r} is not an absolute URL; add http:// or https://")
-        if parts.scheme.lower() not in ("http", "https"):
-            raise ArgumentError(
-                f"start: scheme {parts.scheme!r} is not supported; use http or https"
-            )
-        try:
-            normalize_url(start)
-        except ValueError as exc:
-            raise ArgumentError(f"start: {exc}") from None
-        if job is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", job):
-            raise ArgumentError(
-                f"job: {job!r} is not a valid name; use letters, digits, '.', '_' or '-'"
-            )
-        return cls(
-            start=start.strip(),
-            max_pages=_limit("max_pages", max_pages, minimum=1),
-            max_depth=_limit("max_depth", max_depth, minimum=0),
-            allow=_regex("allow", allow),
-            deny=_regex("deny", deny),
-            sitemap=_flag("sitemap", sitemap, default=True),
-            job=job,
-        )
-
-
-def _limit(name: str, value, minimum: int) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise ArgumentError(f"{name}: {value!r} is not a whole number") from None
-    if number < minimum:
-        raise ArgumentError(f"{name}: {number} is out of range; use {minimum} or more")
-    return number
-
-
-def _regex(name: str, value) -> re.Pattern | None:
-    if value is None or value == "":
-        return None
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise ArgumentError(
-            f"{name}: {value!r} is not a valid regular expression ({exc})"
-        ) from None
-
-
-def _flag(name: str, value, default: bool) -> bool:
-    if value is None or value == "":
-        return default
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ArgumentError(f"{name}: {value!r} is not a boolean; use 1/0, true/false, yes/no, on/off")
 
 
 class SiteSpider(Spider):
@@ -133,9 +50,14 @@ class SiteSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.sitemap_max_bytes = crawler.settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
+        settings = crawler.settings
+        spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
         spider.workers = page_workers(crawler)  # settings checked before the crawl starts
+        spider.traps = TrapRules.from_settings(settings)
+        spider.opt_out = OptOut.from_settings(settings)
+        spider.errors = ErrorLog(crawler, spider.args.errors, append=not spider.ephemeral)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         return spider
 
     def idle(self):
@@ -201,10 +123,21 @@ class SiteSpider(Spider):
             return
         depth = response.meta.get("depth", 0)
         url = normalize_url(response.url)
-        page = await self.workers.read(response.text, response.url, self._scope())
-        if self.args.max_depth is None or depth < self.args.max_depth:
+        referrer = response.meta.get("crawlyx_referrer")
+        try:
+            page = await self.workers.read(response.text, response.url, self._scope())
+        except Exception as exc:  # undecodable or pathological markup: this page only
+            self.errors.record(url, "parse", f"{type(exc).__name__}: {exc}", referrer)
+            return
+        directives = self.opt_out.directives(response.headers, page["robots"])
+        follow = self.args.max_depth is None or depth < self.args.max_depth
+        if follow and not (self.opt_out.nofollow and "nofollow" in directives):
             for request in self._follow(page["links"], depth + 1, url):
                 yield request
+        refused = self.opt_out.refused(directives)
+        if refused:
+            self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
+            return
         if self.args.max_pages is None:
             yield self._item(response, url, depth, page)
             return
@@ -225,12 +158,18 @@ class SiteSpider(Spider):
         for link, raw in links.items():
             if not self.allowed(link):
                 continue
+            fp = normalized_fingerprint(link)
             # Links this process already offered (navigation on every page) stop
             # here; the scheduler's claim decides the rest.
-            if seen.known(normalized_fingerprint(link)):
+            if seen.known(fp):
                 skipped += 1
-            else:
-                yield self._request(raw, depth=depth, referrer=referrer)
+                continue
+            trap = self.traps.reason(link)
+            if trap is not None:
+                seen.remember(fp)  # reported once, not from every page linking it
+                self.errors.record(link, "trap", trap, referrer)
+                continue
+            yield self._request(raw, depth=depth, referrer=referrer)
         self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
 
     def _page_quota(self) -> tuple[bool, bool]:
@@ -311,9 +250,12 @@ class SiteSpider(Spider):
 
     def on_error(self, failure):
         request = failure.request
-        error_class = classify(failure)
-        record_error(self.crawler.stats, error_class)
-        self.logger.debug("%s: %s (%s)", error_class, request.url, failure.value)
+        self.errors.record(
+            request.url,
+            classify(failure),
+            f"{type(failure.value).__name__}: {failure.value}",
+            request.meta.get("crawlyx_referrer"),
+        )
         self.visited.release(request)
 
 

@@ -1,0 +1,110 @@
+"""The spider's arguments, checked before anything starts.
+
+Every bad value stops the crawl with one line that names the argument and what it
+accepts. Unknown arguments (scrapyd passes ``_job``) are ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from crawlyx.normalize import normalize_url
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+class ArgumentError(ValueError):
+    """A bad spider argument; the message names it and what is accepted."""
+
+
+@dataclass(frozen=True)
+class CrawlArgs:
+    start: str
+    max_pages: int | None = None
+    max_depth: int | None = None
+    allow: re.Pattern | None = None
+    deny: re.Pattern | None = None
+    sitemap: bool = True
+    job: str | None = None
+    errors: str | None = None
+
+    @classmethod
+    def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
+              sitemap=None, job=None, errors=None, **_ignored) -> CrawlArgs:  # fmt: skip
+        """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
+        if not start:
+            raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
+        parts = urlsplit(start.strip())
+        if not parts.scheme or not parts.netloc:
+            raise ArgumentError(f"start: {start!r} is not an absolute URL; add http:// or https://")
+        if parts.scheme.lower() not in ("http", "https"):
+            raise ArgumentError(
+                f"start: scheme {parts.scheme!r} is not supported; use http or https"
+            )
+        try:
+            normalize_url(start)
+        except ValueError as exc:
+            raise ArgumentError(f"start: {exc}") from None
+        if job is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", job):
+            raise ArgumentError(
+                f"job: {job!r} is not a valid name; use letters, digits, '.', '_' or '-'"
+            )
+        return cls(
+            start=start.strip(),
+            max_pages=_limit("max_pages", max_pages, minimum=1),
+            max_depth=_limit("max_depth", max_depth, minimum=0),
+            allow=_regex("allow", allow),
+            deny=_regex("deny", deny),
+            sitemap=_flag("sitemap", sitemap, default=True),
+            job=job,
+            errors=_writable("errors", errors),
+        )
+
+
+def _limit(name: str, value, minimum: int) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ArgumentError(f"{name}: {value!r} is not a whole number") from None
+    if number < minimum:
+        raise ArgumentError(f"{name}: {number} is out of range; use {minimum} or more")
+    return number
+
+
+def _regex(name: str, value) -> re.Pattern | None:
+    if value is None or value == "":
+        return None
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ArgumentError(
+            f"{name}: {value!r} is not a valid regular expression ({exc})"
+        ) from None
+
+
+def _flag(name: str, value, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ArgumentError(f"{name}: {value!r} is not a boolean; use 1/0, true/false, yes/no, on/off")
+
+
+def _writable(name: str, value) -> str | None:
+    if value is None or value == "":
+        return None
+    folder = os.path.dirname(os.path.abspath(value)) or "."
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise ArgumentError(
+            f"{name}: cannot write {value!r}; its folder does not exist or is read-only"
+        )
+    return value

@@ -1,0 +1,143 @@
+"""A hostile site on 127.0.0.1: traps, bombs, tarpits, garbage and opt-out signals."""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections import Counter
+from datetime import UTC, datetime
+from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+
+@cache
+def gzip_bomb() -> bytes:
+    """1 GiB of zeros, gzip-compressed to about 1 MB."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = bytes(1 << 20)
+    return b"".join([deflate.compress(chunk) for _ in range(1024)] + [deflate.flush()])
+
+
+def _page(title: str, body: str = "", head: str = "") -> bytes:
+    return (
+        f"<html><head><title>{title}</title>{head}</head><body><h1>{title}</h1>"
+        f"<p>Some text about {title}, long enough to be content.</p>{body}</body></html>"
+    ).encode()
+
+
+HOME_LINKS = [
+    "/calendar?month={month}",
+    "/bomb",
+    "/tarpit",
+    "/binary",
+    "/latin1",
+    "/broken",
+    "/loop-a",
+    "/noai",
+    "/xrobots",
+    "/otherbot",
+    "/nofollow",
+    "/deep/a/a/a/a/page",
+    "/long?q=" + "x" * 3000,
+]
+
+
+class HostileSite:
+    def __init__(self):
+        self.counts: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        now = datetime.now(UTC)
+        self.this_month = f"{now.year}-{now.month:02d}"
+
+    def __enter__(self) -> HostileSite:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _handler(self):
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def send(self, status, body: bytes, ctype="text/html; charset=utf-8", **headers):
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in headers.items():
+                    self.send_header(name.replace("_", "-"), value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802
+                parts = urlsplit(self.path)
+                path = parts.path
+                with site.lock:
+                    site.counts[path] += 1
+                if path == "/robots.txt":
+                    return self.send(200, bytes(range(256)) * 40, "text/plain")
+                if path == "/sitemap.xml":
+                    return self.send(200, b"<urlset><url><loc>not a url", "application/xml")
+                if path == "/":
+                    links = "".join(
+                        f'<a href="{href.format(month=site.this_month)}">x</a>'
+                        for href in HOME_LINKS
+                    )
+                    return self.send(200, _page("Home", links))
+                if path == "/calendar":
+                    year, month = map(int, parse_qs(parts.query)["month"][0].split("-"))
+                    year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+                    nxt = f'<a href="/calendar?month={year}-{month:02d}">next month</a>'
+                    return self.send(200, _page(f"Calendar {parts.query}", nxt))
+                if path == "/bomb":
+                    return self.send(200, gzip_bomb(), Content_Encoding="gzip")
+                if path == "/tarpit":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    try:
+                        for _ in range(60):  # at most ~30 s, one byte at a time
+                            self.wfile.write(b"<")
+                            self.wfile.flush()
+                            time.sleep(0.5)
+                    except OSError:
+                        pass  # the crawler gave up: what the test expects
+                    return None
+                if path == "/binary":
+                    return self.send(200, bytes(range(256)) * 64)
+                if path == "/latin1":
+                    body = _page("Latin1").replace(b"Some text", "Caf\xe9 text".encode("cp1252"))
+                    return self.send(200, body)
+                if path == "/broken":
+                    body = b"<html><body><h1>Broken<div><p>Unclosed <b>bold <table><td>cell</p>"
+                    return self.send(200, body + b"</div></div></span><p>tail text here")
+                if path == "/loop-a":
+                    return self.send(302, b"", Location="/loop-b")
+                if path == "/loop-b":
+                    return self.send(302, b"", Location="/loop-a")
+                if path == "/noai":
+                    return self.send(200, _page("NoAI", head='<meta name="robots" content="noai">'))
+                if path == "/xrobots":
+                    return self.send(200, _page("XRobots"), X_Robots_Tag="noindex")
+                if path == "/otherbot":
+                    return self.send(200, _page("Otherbot"), X_Robots_Tag="googlebot: noindex")
+                if path == "/nofollow":
+                    meta = '<meta name="robots" content="nofollow">'
+                    body = '<a href="/only-from-nofollow">secret</a>'
+                    return self.send(200, _page("Nofollow", body, head=meta))
+                return self.send(404, b"not found")
+
+        return Handler
