@@ -20,6 +20,14 @@ CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none
 CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site's pages
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
+# Robots directives (X-Robots-Tag, meta robots) that keep a page out of the output.
+CRAWLYX_OPT_OUT_DIRECTIVES = ["noai", "noindex"]
+CRAWLYX_HONOR_NOFOLLOW = True  # nofollow stops link following from the page
+# Trap rules: URLs refused without a request (see crawlyx/traps.py).
+CRAWLYX_TRAP_MAX_URL_LENGTH = 2048
+CRAWLYX_TRAP_MAX_SEGMENT_REPEATS = 3
+CRAWLYX_TRAP_MAX_QUERY_PARAMS = 24
+CRAWLYX_TRAP_FUTURE_YEARS = 3  # a date further ahead than this is a calendar trap
 
 # --- the frontier: scrapy-redis's scheduler over the visited table -------------------
 SCHEDULER = "crawlyx.scheduler.Scheduler"
