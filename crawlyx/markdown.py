@@ -205,6 +205,18 @@ def _span(cell: Tag, attr: str, default: int = 1) -> int:
     return default
 
 
+# Inside code, marks that are not code: shell and REPL prompts (Pygments ``gp``, Prism's
+# command-line ``prompt``) and line numbers written into the text.
+_CODE_NOISE = (
+    frozenset({"gp", "prompt", "line-number", "line-numbers-rows", "linenumber", "rouge-gutter"})
+    | _LINENO_CLASSES
+)
+
+
+def _is_code_noise(el: Tag) -> bool:
+    return bool(el.get("class")) and not _CODE_NOISE.isdisjoint(_classes(el))
+
+
 def _classes(el: Tag) -> list[str]:
     value = el.get("class")
     if value is None:
@@ -440,9 +452,10 @@ class CrawlyxMarkdownConverter(MarkdownConverter):
 
         remove_inside = name in _BLOCK
         children = []
+        code = in_pre or name == "pre"
         for el in node.contents:
             if isinstance(el, Tag):
-                if el.name not in DROP_TAGS:
+                if el.name not in DROP_TAGS and not (code and _is_code_noise(el)):
                     children.append(el)
             elif isinstance(el, PreformattedString):
                 continue  # comments, doctypes, processing instructions, CDATA

@@ -508,3 +508,27 @@ def test_property_output_invariants(html):
     out = md(html)
     assert_clean(out)
     assert not TAG_RE.search(out)
+
+
+@pytest.mark.parametrize(
+    ("html", "expected"),
+    [
+        (
+            '<div class="highlight-python"><div class="highlight"><pre>'
+            '<span class="gp">&gt;&gt;&gt; </span><span class="n">x</span> = 1\n</pre></div></div>',
+            "```python\nx = 1\n```\n",
+        ),
+        (
+            '<pre class="language-bash"><code><span class="token prompt">$ </span>'
+            "pip install crawlyx</code></pre>",
+            "```bash\npip install crawlyx\n```\n",
+        ),
+        (
+            '<pre><code class="language-js"><span class="line-number">1</span>let a;\n'
+            '<span class="line-number">2</span>let b;</code></pre>',
+            "```js\nlet a;\nlet b;\n```\n",
+        ),
+    ],
+)
+def test_prompts_and_line_numbers_are_not_code(html, expected):
+    assert html_to_markdown(html, "https://example.com/") == expected
