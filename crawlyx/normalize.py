@@ -9,7 +9,8 @@ returns a :class:`urllib.parse.SplitResult`; the others take and return a ``Spli
 the URL is split once and joined once per call.
 
 1. :func:`resolve_relative`        resolve against the page URL, drop dot segments
-2. :func:`lowercase_scheme_host`   ``HTTP://Example.COM`` -> ``http://example.com``
+2. :func:`lowercase_scheme_host`   ``HTTP://Example.COM`` -> ``http://example.com``,
+                                   ``http://0x7f000001`` -> ``http://127.0.0.1``
 3. :func:`idna_host`               ``bücher.de`` -> ``xn--bcher-kva.de``
 4. :func:`remove_default_port`     ``:80`` (http), ``:443`` (https) and an empty ``:``
 5. :func:`remove_fragment`         ``#section``
@@ -38,6 +39,7 @@ __all__ = [
     "TRACKING_PREFIXES",
     "canonical_percent_encoding",
     "idna_host",
+    "ipv4_host",
     "lowercase_scheme_host",
     "normalize_trailing_slash",
     "normalize_url",
@@ -230,6 +232,43 @@ _raw_param_key = methodcaller("partition", "=")
 _new = tuple.__new__
 
 
+# An IPv4 address part as inet_aton(3) reads it: hex (0x..), octal (leading 0) or decimal.
+_IPV4_PART_RE = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_DOTTED_QUAD_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
+
+
+def ipv4_host(host: str) -> str | None:
+    """The dotted quad of a host that is a numeric IPv4 address in any spelling inet_aton
+    accepts (``0x7f000001``, ``2130706433``, ``127.1``, ``0177.0.0.1``), also with a trailing
+    dot as browsers allow (``127.0.0.1.``); None for anything else (a name, ``256.0.0.1``)."""
+    if not host[:1].isdigit():
+        return None
+    if _DOTTED_QUAD_RE.fullmatch(host) is not None:
+        return host  # already canonical: the common case
+    parts = host.split(".")
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    if len(parts) > 4:
+        return None
+    values = []
+    for part in parts:
+        if not part.isascii() or _IPV4_PART_RE.fullmatch(part) is None:
+            return None
+        if part[:2] in ("0x", "0X"):
+            values.append(int(part[2:], 16))
+        else:
+            values.append(int(part, 8) if part[0] == "0" else int(part))
+    *head, last = values
+    # a.b.c.d: 8 bits each; a.b.c: 8.8.16; a.b: 8.24; a: 32 bits.
+    if any(value > 255 for value in head) or last >= 1 << (8 * (4 - len(head))):
+        return None
+    address = last
+    for i, value in enumerate(head):
+        address |= value << (24 - 8 * i)
+    return f"{address >> 24}.{(address >> 16) & 255}.{(address >> 8) & 255}.{address & 255}"
+
+
 # --------------------------------------------------------------------------------------------
 # The rules, in the order normalize_url applies them
 # --------------------------------------------------------------------------------------------
@@ -263,13 +302,23 @@ def resolve_relative(url: str, base: str | None = None) -> SplitResult:
 
 
 def lowercase_scheme_host(parts: SplitResult) -> SplitResult:
-    """Lowercase scheme and host; userinfo and path keep their case (paths are case-sensitive)."""
+    """Lowercase scheme and host; userinfo and path keep their case (paths are case-sensitive).
+
+    A numeric IPv4 host in any inet_aton spelling becomes its dotted quad, as browsers do:
+    ``http://0x7f000001/``, ``http://127.1/`` and ``http://127.0.0.1./`` are ``http://127.0.0.1/``.
+    """
     scheme, netloc, path, query, fragment = parts
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         lowered = userinfo + "@" + hostport.lower()
     else:
         lowered = netloc.lower()
+    host_at = lowered.rfind("@") + 1
+    if lowered[host_at : host_at + 1].isdigit():
+        host, colon, port = lowered[host_at:].partition(":")
+        quad = ipv4_host(host)
+        if quad is not None and quad is not host:
+            lowered = lowered[:host_at] + quad + colon + port
     if lowered == netloc and scheme.islower():
         return parts
     return _new(SplitResult, (scheme.lower(), lowered, path, query, fragment))
@@ -289,6 +338,8 @@ def idna_host(parts: SplitResult) -> SplitResult:
         ascii_host = host.encode("idna").decode("ascii")
     except UnicodeError as exc:
         raise ValueError(f"host {host!r} cannot be IDNA-encoded: {exc}") from None
+    # Full-width digits and dots map to ASCII ones: the result may be a numeric IPv4 host.
+    ascii_host = ipv4_host(ascii_host) or ascii_host
     netloc = userinfo + ascii_host + (":" + port if port else "")
     return _new(SplitResult, (scheme, netloc, path, query, fragment))
 

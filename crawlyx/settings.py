@@ -20,6 +20,9 @@ CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none
 CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site's pages
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
+# The SSRF guard (crawlyx/ssrf.py): only public addresses are fetched, plus the start host's
+# own when it is not public; no HTTP(S) proxy. True turns the guard off.
+CRAWLYX_ALLOW_PRIVATE = False
 # Robots directives (X-Robots-Tag, meta robots) that keep a page out of the output.
 CRAWLYX_OPT_OUT_DIRECTIVES = ["noai", "noindex"]
 CRAWLYX_HONOR_NOFOLLOW = True  # nofollow stops link following from the page
@@ -50,7 +53,13 @@ REDIRECT_MAX_TIMES = 10
 ROBOTSTXT_OBEY = False  # crawlyx's RobotsMiddleware replaces Scrapy's
 COOKIES_ENABLED = False
 
+# The address checked is the address connected to: the SSRF guard's resolver answers the
+# HTTP handler's only lookup (TWISTED_DNS_RESOLVER replaces the deprecated DNS_RESOLVER).
+TWISTED_DNS_RESOLVER = "crawlyx.ssrf.SSRFResolver"
+
 DOWNLOADER_MIDDLEWARES = {
+    # Before robots.txt (a refused host gets no robots.txt request) and HttpProxyMiddleware.
+    "crawlyx.ssrf.SSRFMiddleware": 50,
     "crawlyx.middlewares.robots.RobotsMiddleware": 100,
 }
 SPIDER_MIDDLEWARES = {

@@ -93,8 +93,13 @@ def crawl_command(out: Path, *args: str, settings: dict | None = None) -> list[s
     return command
 
 
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy")
+
+
 def crawl_env() -> dict:
-    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="crawlyx.settings")
+    # A proxy in the environment would stop every crawl (the SSRF guard refuses it).
+    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARIABLES}
+    env["SCRAPY_SETTINGS_MODULE"] = "crawlyx.settings"
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     return env
 

@@ -15,6 +15,7 @@ from crawlyx.normalize import (
     TRACKING_PREFIXES,
     canonical_percent_encoding,
     idna_host,
+    ipv4_host,
     lowercase_scheme_host,
     normalize_trailing_slash,
     normalize_url,
@@ -610,7 +611,8 @@ def test_property_names_the_same_resource(url: str) -> None:
     # Scheme and host: only lowercased / IDNA-encoded.
     assert result.scheme == original.scheme.lower()
     assert original.hostname is not None and result.hostname is not None
-    assert result.hostname == original.hostname.encode("idna").decode("ascii")
+    ascii_host = original.hostname.encode("idna").decode("ascii")
+    assert result.hostname == (ipv4_host(ascii_host) or ascii_host)  # 0x7f.1 -> 127.0.0.1
     assert (result.username, result.password) == (original.username, original.password)
     default = {"http": 80, "https": 443}[result.scheme]
     assert result.port == (None if original.port in (None, default) else original.port)
@@ -649,3 +651,71 @@ def test_property_relative_resolution_matches_absolute(url: str, rel_segments: l
     relative = "./" + "/".join(rel_segments)
     directory = base.split("?")[0].rsplit("/", 1)[0]
     assert normalize_url(relative, base) == normalize_url(directory + "/" + "/".join(rel_segments))
+
+
+# --------------------------------------------------------------------------------------------
+# Numeric IPv4 hosts (rule 2, and rule 3 after IDNA mapping): one spelling, as in browsers
+# --------------------------------------------------------------------------------------------
+
+
+def test_numeric_ipv4_hosts_become_dotted_quads() -> None:
+    check(
+        [
+            ("http://0x7f000001/", "http://127.0.0.1/"),
+            ("http://0X7F000001:8080/a", "http://127.0.0.1:8080/a"),
+            ("http://2130706433/", "http://127.0.0.1/"),
+            ("http://127.1/", "http://127.0.0.1/"),
+            ("http://127.0.1/", "http://127.0.0.1/"),
+            ("http://0177.0.0.1/", "http://127.0.0.1/"),
+            ("http://0x7f.0.0.1/", "http://127.0.0.1/"),
+            ("http://127.0.0.1./", "http://127.0.0.1/"),
+            ("http://user@0x7f000001:80/", "http://user@127.0.0.1/"),
+            ("https://0xa9fea9fe/latest", "https://169.254.169.254/latest"),
+            ("http://１２７.０.０.１/", "http://127.0.0.1/"),  # full-width, mapped by IDNA
+            ("http://127。0。0。1/", "http://127.0.0.1/"),  # ideographic full stops
+            ("http://0/", "http://0.0.0.0/"),
+        ]
+    )
+
+
+def test_hosts_that_are_not_numeric_ipv4_are_kept() -> None:
+    check(
+        [
+            ("http://1password.com/", "http://1password.com/"),
+            ("http://127.0.0.1.nip.io/", "http://127.0.0.1.nip.io/"),
+            ("http://256.0.0.1/", "http://256.0.0.1/"),  # out of range: not an address
+            ("http://1.2.3.4.5/", "http://1.2.3.4.5/"),
+            ("http://09.0.0.1/", "http://09.0.0.1/"),  # 9 is not an octal digit
+            ("http://0x7g000001/", "http://0x7g000001/"),
+            ("http://[::ffff:127.0.0.1]/", "http://[::ffff:127.0.0.1]/"),
+        ]
+    )
+
+
+def test_numeric_hosts_dedup_to_one_key() -> None:
+    spellings = ["http://127.0.0.1/a", "http://0x7f000001/a", "http://2130706433/a",
+                 "http://127.1/a", "http://0177.0.0.01/a", "http://127.0.0.1./a"]  # fmt: skip
+    assert {normalize_url(url) for url in spellings} == {"http://127.0.0.1/a"}
+    assert url_origin("http://0x7f000001:8080/x") == "http://127.0.0.1:8080"
+
+
+def test_ipv4_host_directly() -> None:
+    assert ipv4_host("0x7f000001") == "127.0.0.1"
+    assert ipv4_host("4294967295") == "255.255.255.255"
+    assert ipv4_host("4294967296") is None
+    assert ipv4_host("1.16777215") == "1.255.255.255"
+    assert ipv4_host("1.16777216") is None
+    assert ipv4_host("1.2.65535") == "1.2.255.255"
+    assert ipv4_host("example.com") is None
+    assert ipv4_host("") is None
+    assert ipv4_host("١٢٧.0.0.1") is None  # Arabic-Indic digits are not inet_aton digits
+    parts = lowercase_scheme_host(urlsplit("HTTP://0X7F.1:81/P"))
+    assert parts.netloc == "127.0.0.1:81" and parts.path == "/P"
+
+
+@PROPERTY_SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["{:d}", "0x{:x}", "0{:o}", "dotted"]))
+def test_property_numeric_spellings_normalize_alike(value: int, spelling: str) -> None:
+    quad = ".".join(str((value >> shift) & 255) for shift in (24, 16, 8, 0))
+    host = quad if spelling == "dotted" else spelling.format(value)
+    assert normalize_url(f"http://{host}/p") == f"http://{quad}/p"

@@ -1,7 +1,8 @@
 """``scrapy crawl``, with the spider's arguments checked before anything starts.
 
-A bad argument ends the command with one line naming it and what is accepted,
-before the crawler, Redis, the pool or a single request exists.
+A bad argument, or a setup the SSRF guard cannot protect (a proxy), ends the command
+with one line naming it and what is accepted, before the crawler, Redis, the pool or a
+single request exists.
 """
 
 from __future__ import annotations
@@ -11,10 +12,18 @@ import sys
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.spiderloader import get_spider_loader
 
+from crawlyx.ssrf import SSRFGuardError, check_configuration
+
 
 class Command(ScrapyCrawl):
     def process_options(self, args, opts):
         super().process_options(args, opts)
+        if not self.settings.getbool("CRAWLYX_ALLOW_PRIVATE"):
+            try:
+                check_configuration(self.settings)
+            except SSRFGuardError as exc:
+                print(exc, file=sys.stderr)
+                sys.exit(2)
         if len(args) != 1:
             return
         loader = get_spider_loader(self.settings)
@@ -27,4 +36,12 @@ class Command(ScrapyCrawl):
             check(opts.spargs)
         except ValueError as exc:
             print(f"crawlyx: bad argument {exc}", file=sys.stderr)
+            sys.exit(2)
+        check_settings = getattr(loader.load(args[0]), "check_settings", None)
+        if check_settings is None:
+            return
+        try:  # e.g. render=always without a browser
+            check_settings(opts.spargs, self.settings)
+        except ValueError as exc:
+            print(f"crawlyx: {exc}", file=sys.stderr)
             sys.exit(2)

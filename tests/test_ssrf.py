@@ -1,0 +1,846 @@
+"""The SSRF guard (crawlyx.ssrf).
+
+No test here sends a packet outside 127.0.0.0/8. Blocked ranges are proven on the classifier
+and on the resolver with a stubbed lookup function; the only real lookup is of ``localhost``
+(/etc/hosts), the end-to-end crawls use servers on 127.0.0.1 and 127.0.0.2 only, and the
+connection-path test runs Twisted's endpoint on an in-memory reactor (no sockets at all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from ipaddress import ip_address, ip_network
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.core.downloader.handlers.http11 import _BindAddressAgent
+from scrapy.exceptions import CannotResolveHostError, NotConfigured
+from scrapy.resolver import dnscache
+from scrapy.utils.test import get_crawler
+from twisted.internet._resolver import SimpleResolverComplexifier
+from twisted.internet.error import DNSLookupError
+from twisted.internet.testing import MemoryReactorClock
+from twisted.python.failure import Failure
+from twisted.web.client import BrowserLikePolicyForHTTPS
+
+from crawlyx import ssrf
+from crawlyx.errors import classify
+from crawlyx.ssrf import (
+    Guard,
+    Policy,
+    SSRFBlocked,
+    SSRFGuardError,
+    SSRFLookupRefused,
+    SSRFMiddleware,
+    SSRFResolver,
+    blocked_reason,
+    check_configuration,
+    numeric_host,
+    register_guard,
+    start_allowed,
+)
+from tests.conftest import crawl_command, crawl_env, read_items
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    """Each test starts with no registered guards and no remembered refusals."""
+    ssrf._GUARDS.clear()
+    ssrf._REFUSED.clear()
+    limit = dnscache.limit
+    yield
+    ssrf._GUARDS.clear()
+    ssrf._REFUSED.clear()
+    for key in [k for k in dnscache if isinstance(k, tuple)]:
+        del dnscache[key]
+    dnscache.limit = limit
+
+
+# --------------------------------------------------------------------------------------------
+# blocked_reason: classification only
+# --------------------------------------------------------------------------------------------
+
+BLOCKED = [
+    # IPv4
+    ("127.0.0.1", "loopback"),
+    ("127.0.0.2", "loopback"),
+    ("127.255.255.254", "loopback"),
+    ("10.0.0.1", "private"),
+    ("172.16.0.1", "private"),
+    ("172.31.255.255", "private"),
+    ("192.168.1.1", "private"),
+    ("100.64.0.1", "carrier-grade NAT"),
+    ("100.127.255.254", "carrier-grade NAT"),
+    ("169.254.169.254", "metadata"),
+    ("100.100.100.200", "metadata"),
+    ("169.254.1.1", "link-local"),
+    ("0.0.0.0", "unspecified"),
+    ("0.1.2.3", "this network"),
+    ("224.0.0.1", "multicast"),
+    ("239.255.255.250", "multicast"),
+    ("255.255.255.255", "broadcast"),
+    ("240.0.0.1", "reserved"),
+    ("192.0.0.8", "IETF"),
+    ("192.0.2.10", "documentation"),
+    ("198.51.100.7", "documentation"),
+    ("203.0.113.9", "documentation"),
+    ("198.18.0.1", "benchmarking"),
+    ("198.19.255.255", "benchmarking"),
+    ("192.88.99.1", "6to4 relay"),
+    # IPv6
+    ("::1", "loopback"),
+    ("::", "unspecified"),
+    ("fe80::1", "link-local"),
+    ("fe80::1%eth0", "link-local"),
+    ("febf:ffff::1", "link-local"),
+    ("fc00::1", "unique-local"),
+    ("fd12:3456:789a::1", "unique-local"),
+    ("fd00:ec2::254", "metadata"),
+    ("fec0::1", "site-local"),
+    ("ff02::1", "multicast"),
+    ("ff0e::1", "multicast"),
+    ("2001:db8::1", "documentation"),
+    ("3fff::1", "documentation"),
+    ("100::1", "discard"),
+    ("5f00::1", "SRv6"),
+    ("2001:10::1", "not globally routable"),  # ORCHID, in 2001::/23
+    ("4000::1", "reserved"),
+    # IPv4-mapped: judged by the IPv4 address
+    ("::ffff:127.0.0.1", "IPv4-mapped form of 127.0.0.1: loopback"),
+    ("::ffff:7f00:2", "IPv4-mapped form of 127.0.0.2: loopback"),
+    ("::ffff:10.0.0.1", "IPv4-mapped form of 10.0.0.1: a private"),
+    ("::ffff:169.254.169.254", "IPv4-mapped form of 169.254.169.254: the cloud metadata"),
+    ("::ffff:0.0.0.0", "IPv4-mapped form of 0.0.0.0: the unspecified"),
+    # IPv4-translated (SIIT), NAT64, 6to4, Teredo, IPv4-compatible
+    ("::ffff:0:7f00:1", "IPv4-translated form of 127.0.0.1"),
+    ("64:ff9b::a9fe:a9fe", "NAT64 form of 169.254.169.254"),
+    ("64:ff9b::192.168.0.1", "NAT64 form of 192.168.0.1"),
+    ("64:ff9b:1::a00:1", "local-use NAT64 form of 10.0.0.1"),
+    ("64:ff9b:1::808:808", "local-use NAT64"),
+    ("2002:7f00:1::", "6to4 form of 127.0.0.1"),
+    ("2002:c0a8:101::1", "6to4 form of 192.168.1.1"),
+    ("2002:a9fe:a9fe::1", "6to4 form of 169.254.169.254"),
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo form of 192.0.2.45"),
+    ("2001:0:808:808:0:f5f5:f7f7:f7f7", "Teredo"),  # server and client public: still Teredo
+    ("::127.0.0.1", "IPv4-compatible form of 127.0.0.1"),
+    ("::10.1.2.3", "IPv4-compatible form of 10.1.2.3"),
+    ("::8.8.8.8", "deprecated IPv4-compatible"),
+]
+
+PUBLIC = [
+    "8.8.8.8",
+    "1.1.1.1",
+    "93.184.216.34",
+    "100.63.255.255",  # just below 100.64/10
+    "100.128.0.0",  # just above it
+    "172.15.255.255",
+    "172.32.0.0",
+    "192.1.0.1",
+    "169.253.255.255",
+    "223.255.255.255",
+    "2606:4700::1111",
+    "2001:4860:4860::8888",
+    "2a00:1450:4001:82a::200e",
+    "::ffff:8.8.8.8",  # mapped public: the IPv4 address decides
+    "64:ff9b::808:808",  # NAT64 of a public address
+    "2002:808:808::1",  # 6to4 of a public address
+]
+
+
+@pytest.mark.parametrize(("address", "reason"), BLOCKED)
+def test_blocked_addresses_and_their_reasons(address, reason):
+    got = blocked_reason(address)
+    assert got is not None, address
+    assert reason in got, (address, got)
+
+
+@pytest.mark.parametrize("address", PUBLIC)
+def test_public_addresses_are_not_blocked(address):
+    assert blocked_reason(address) is None
+
+
+def test_blocked_reason_takes_address_objects_and_rejects_names():
+    assert "loopback" in blocked_reason(ip_address("127.0.0.1"))
+    assert blocked_reason(ip_address("2606:4700::1111")) is None
+    assert "loopback" in blocked_reason("[::1]")
+    with pytest.raises(ValueError):
+        blocked_reason("localhost")
+
+
+def test_every_non_global_sample_is_blocked():
+    # Whatever Python's own table says is not global, the guard refuses too.
+    for net in (
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "100.64.0.0/10",
+        "fc00::/7",
+        "fe80::/10",
+    ):
+        network = ip_network(net)
+        for offset in (0, 1, 2, 255, network.num_addresses // 2, network.num_addresses - 1):
+            address = network.network_address + offset
+            assert not address.is_global
+            assert blocked_reason(address) is not None, address
+
+
+# --------------------------------------------------------------------------------------------
+# numeric_host and the normalizer's numeric hosts
+# --------------------------------------------------------------------------------------------
+
+NUMERIC = [
+    ("127.0.0.1", "127.0.0.1"),
+    ("0x7f000001", "127.0.0.1"),
+    ("0X7F000001", "127.0.0.1"),
+    ("2130706433", "127.0.0.1"),
+    ("127.1", "127.0.0.1"),
+    ("127.0.1", "127.0.0.1"),
+    ("0177.0.0.1", "127.0.0.1"),
+    ("0x7f.0.0.1", "127.0.0.1"),
+    ("0x7f.1", "127.0.0.1"),
+    ("017700000001", "127.0.0.1"),
+    ("127.0.0.1.", "127.0.0.1"),  # trailing dot, as browsers read it
+    ("0x7f000002", "127.0.0.2"),
+    ("0xa9fea9fe", "169.254.169.254"),
+    ("2852039166", "169.254.169.254"),
+    ("169.254.43518", "169.254.169.254"),
+    ("0", "0.0.0.0"),
+    ("10.1", "10.0.0.1"),
+    ("[::1]", "::1"),
+    ("[0:0:0:0:0:0:0:1]", "::1"),
+    ("::1", "::1"),
+    ("[::ffff:127.0.0.1]", "::ffff:7f00:1"),
+    ("[2606:4700:0:0::1111]", "2606:4700::1111"),
+]
+
+NOT_NUMERIC = [
+    "localhost",
+    "example.com",
+    "1password.com",
+    "127.0.0.1.example.com",
+    "0x7g000001",
+    "256.0.0.1",
+    "1.2.3.4.5",
+    "1..2",
+    "09.0.0.1",  # not octal: libc refuses it too
+    "4294967296",
+    "127.0.0.1..",
+    "",
+    "[not:v6]",
+    "[127.0.0.1]",
+]
+
+
+@pytest.mark.parametrize(("host", "expected"), NUMERIC)
+def test_numeric_host(host, expected):
+    assert numeric_host(host) == expected
+
+
+@pytest.mark.parametrize("host", NOT_NUMERIC)
+def test_not_numeric_host(host):
+    assert numeric_host(host) is None
+
+
+def test_numeric_host_agrees_with_inet_aton():
+    # inet_aton is computed locally (no lookup). It does not take the trailing dot.
+    samples = [h for h, _ in NUMERIC if ":" not in h and not h.endswith(".")]
+    samples += [h for h in NOT_NUMERIC if h and ":" not in h and not h.endswith(".")]
+    samples += ["1", "0x", "0xffffffff", "255.255.255.255", "1.0x10", "1.2.3.0377", "1.2.3.0400"]
+    for host in samples:
+        try:
+            expected = socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            expected = None
+        assert numeric_host(host) == expected, host
+
+
+# --------------------------------------------------------------------------------------------
+# Policy: what the start URL allows
+# --------------------------------------------------------------------------------------------
+
+
+def test_start_on_a_private_address_allows_exactly_its_addresses():
+    allowed = start_allowed(["127.0.0.1"])
+    assert allowed == {ip_address("127.0.0.1")}
+    policy = Policy(allowed)
+    assert policy.refusal("127.0.0.1") is None
+    assert policy.refusal("::ffff:127.0.0.1") is None  # the same address, mapped
+    assert "loopback" in policy.refusal("127.0.0.2")
+    assert "private" in policy.refusal("10.0.0.1")
+    assert policy.refusal("8.8.8.8") is None
+
+
+def test_start_on_a_public_address_allows_nothing_private():
+    assert start_allowed(["93.184.216.34"]) == frozenset()
+    # A name with a public and a private answer: the private one is not let in.
+    assert start_allowed(["93.184.216.34", "10.0.0.5"]) == frozenset()
+    assert start_allowed([]) == frozenset()
+    assert "loopback" in Policy(start_allowed(["8.8.8.8"])).refusal("127.0.0.1")
+
+
+def test_active_policy_follows_the_registered_guards():
+    assert ssrf.active_policy(default_enabled=True) == Policy()
+    assert ssrf.active_policy(default_enabled=False) is None
+    one, two = Key(), Key()
+    register_guard(one, Guard(True, frozenset({ip_address("127.0.0.1"), ip_address("::1")})))
+    assert ssrf.active_policy(False).allowed == {ip_address("127.0.0.1"), ip_address("::1")}
+    # Two crawlers in a process: only what both allow.
+    register_guard(two, Guard(True, frozenset({ip_address("127.0.0.1")})))
+    assert ssrf.active_policy(False).allowed == {ip_address("127.0.0.1")}
+    # Every registered guard off: nothing enforced.
+    ssrf._GUARDS.clear()
+    register_guard(one, Guard(False))
+    assert ssrf.active_policy(True) is None
+
+
+class Key:
+    """Stands for a crawler in the guard registry."""
+
+
+# --------------------------------------------------------------------------------------------
+# The resolver, on a fake reactor whose "thread pool" runs the lookup at once
+# --------------------------------------------------------------------------------------------
+
+
+class SyncPool:
+    def callInThreadWithCallback(self, on_result, f, *args, **kwargs):  # noqa: N802
+        try:
+            result = f(*args, **kwargs)
+        except Exception:
+            on_result(False, Failure())
+        else:
+            on_result(True, result)
+
+
+class HangingPool:
+    """A lookup that never answers."""
+
+    def callInThreadWithCallback(self, on_result, f, *args, **kwargs):  # noqa: N802
+        pass
+
+
+class FakeReactor(MemoryReactorClock):
+    """In-memory reactor: connectTCP only records, callLater runs on advance()."""
+
+    def __init__(self, pool=None):
+        super().__init__()
+        self.pool = pool or SyncPool()
+
+    def getThreadPool(self):  # noqa: N802
+        return self.pool
+
+    def callFromThread(self, f, *args, **kwargs):  # noqa: N802
+        f(*args, **kwargs)
+
+
+def make_resolver(answers=None, cache_size=0, pool=None, enabled=True):
+    """A resolver; with ``answers`` its lookup function is a stub (name -> addresses)."""
+    reactor = FakeReactor(pool)
+    resolver = SSRFResolver(reactor, cache_size=cache_size, timeout=5, enabled=enabled)
+    resolver.calls = []
+    if answers is not None:
+
+        def lookup(name):
+            resolver.calls.append(name)
+            if name not in answers:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return answers[name]
+
+        resolver.lookup = lookup
+    return resolver
+
+
+def resolve(resolver, name):
+    """The resolver's answer (an address) or its Failure."""
+    out = []
+    resolver.getHostByName(name).addBoth(out.append)
+    assert out, f"the lookup of {name!r} did not finish"
+    return out[0]
+
+
+def allow(*addresses):
+    guard = Guard(True, frozenset(ip_address(a) for a in addresses))
+    key = Key()
+    register_guard(key, guard)
+    return key  # keep it alive: the registry holds crawlers weakly
+
+
+def test_real_localhost_is_refused_unless_allowed():
+    resolver = make_resolver()  # the real lookup function; localhost is in /etc/hosts
+    refused = resolve(resolver, "localhost")
+    assert isinstance(refused, Failure)
+    assert refused.check(SSRFLookupRefused, SSRFBlocked, DNSLookupError)
+    assert classify(refused) == "ssrf_blocked"
+    assert "127.0.0.1: loopback" in refused.getErrorMessage()
+    assert "loopback" in ssrf.refused_name("LOCALHOST")
+
+    key = allow("127.0.0.1")  # noqa: F841
+    assert resolve(resolver, "localhost") == "127.0.0.1"
+    assert ssrf.refused_name("localhost") is None
+
+
+def test_real_localhost_when_the_guard_is_off():
+    assert resolve(make_resolver(enabled=False), "localhost") == "127.0.0.1"
+    key = Key()
+    register_guard(key, Guard(False))
+    assert resolve(make_resolver(enabled=True), "localhost") == "127.0.0.1"
+
+
+def test_blocked_answers_are_dropped_and_an_allowed_one_returned():
+    resolver = make_resolver(
+        {
+            "rebind.example": ["10.0.0.5", "93.184.216.34"],
+            "meta.example": ["169.254.169.254"],
+            "lan.example": ["192.168.1.10", "10.1.2.3"],
+            "cgnat.example": ["100.64.0.7"],
+            "public.example": ["8.8.8.8"],
+        }
+    )
+    assert resolve(resolver, "rebind.example") == "93.184.216.34"
+    assert resolve(resolver, "public.example") == "8.8.8.8"
+    meta = resolve(resolver, "meta.example")
+    assert classify(meta) == "ssrf_blocked"
+    assert "169.254.169.254: the cloud metadata endpoint" in meta.getErrorMessage()
+    lan = resolve(resolver, "lan.example")
+    assert "192.168.1.10: a private network" in lan.getErrorMessage()
+    assert "10.1.2.3: a private network" in lan.getErrorMessage()
+    assert "carrier-grade NAT" in resolve(resolver, "cgnat.example").getErrorMessage()
+
+
+def test_allowed_private_answers_pass_and_others_still_do_not():
+    resolver = make_resolver({"site.test": ["127.0.0.1"], "other.test": ["127.0.0.2"]})
+    key = allow("127.0.0.1")  # noqa: F841
+    assert resolve(resolver, "site.test") == "127.0.0.1"
+    assert classify(resolve(resolver, "other.test")) == "ssrf_blocked"
+
+
+def test_numeric_names_are_judged_without_a_lookup():
+    resolver = make_resolver({})
+    for name in ("127.0.0.2", "0x7f000002", "2130706434", "127.2", "0177.0.0.2", "10.1"):
+        failure = resolve(resolver, name)
+        assert classify(failure) == "ssrf_blocked", name
+    assert (
+        "169.254.169.254: the cloud metadata" in resolve(resolver, "0xa9fea9fe").getErrorMessage()
+    )
+    assert resolve(resolver, "0x08080808") == "8.8.8.8"
+    key = allow("127.0.0.1")  # noqa: F841
+    assert resolve(resolver, "0x7f000001") == "127.0.0.1"
+    assert resolver.calls == []
+
+
+def test_lookup_failures_stay_dns_errors():
+    resolver = make_resolver({})
+    failure = resolve(resolver, "nowhere.invalid")
+    assert failure.check(DNSLookupError) and not failure.check(SSRFBlocked)
+    assert classify(failure) == "dns"
+    empty = resolve(make_resolver({"empty.test": []}), "empty.test")
+    assert empty.check(DNSLookupError) and not empty.check(SSRFBlocked)
+
+
+def test_lookup_timeout():
+    resolver = make_resolver(pool=HangingPool())
+    out = []
+    resolver.getHostByName("slow.test").addBoth(out.append)
+    assert out == []
+    resolver.reactor.advance(5)
+    assert out and out[0].check(DNSLookupError)
+    assert "timeout" in out[0].getErrorMessage()
+
+
+def test_answers_are_cached_and_judged_again_on_every_use():
+    resolver = make_resolver({"site.test": ["127.0.0.1"]}, cache_size=100)
+    assert classify(resolve(resolver, "site.test")) == "ssrf_blocked"
+    key = allow("127.0.0.1")  # noqa: F841
+    assert resolve(resolver, "site.test") == "127.0.0.1"
+    assert resolver.calls == ["site.test"]  # one lookup, two verdicts
+
+
+def test_resolver_reads_the_setting():
+    on = SSRFResolver.from_crawler(get_crawler(Spider), FakeReactor())
+    off = SSRFResolver.from_crawler(
+        get_crawler(Spider, {"CRAWLYX_ALLOW_PRIVATE": True}), FakeReactor()
+    )
+    assert on.enabled is True and off.enabled is False
+
+
+def test_scrapys_http11_agent_connects_to_exactly_the_checked_address():
+    # Scrapy's HTTP/1.1 handler builds this agent; its endpoint asks the reactor's resolver
+    # (installed as reactor.installResolver does) once and connects to the answer. The
+    # in-memory reactor records connection attempts and opens no socket.
+    resolver = make_resolver({"rebind.example": ["10.0.0.5", "127.0.0.1", "93.184.216.34"]})
+    reactor = resolver.reactor
+    reactor.nameResolver = SimpleResolverComplexifier(resolver)
+    agent = _BindAddressAgent(reactor=reactor, contextFactory=BrowserLikePolicyForHTTPS())
+    agent.request(b"GET", b"http://rebind.example:8080/")
+    assert [(host, port) for host, port, *_ in reactor.tcpClients] == [("93.184.216.34", 8080)]
+    assert resolver.calls == ["rebind.example"]
+
+
+def test_a_refused_lookup_connects_nowhere_and_twisted_hides_the_reason():
+    # Why the middleware exists: Twisted turns any resolver failure into "no results".
+    resolver = make_resolver({"meta.example": ["169.254.169.254"]})
+    reactor = resolver.reactor
+    reactor.nameResolver = SimpleResolverComplexifier(resolver)
+    agent = _BindAddressAgent(reactor=reactor, contextFactory=BrowserLikePolicyForHTTPS())
+    out = []
+    agent.request(b"GET", b"http://meta.example/latest/meta-data/").addBoth(out.append)
+    assert reactor.tcpClients == []
+    assert out and out[0].check(DNSLookupError) and not out[0].check(SSRFBlocked)
+    assert "metadata" in ssrf.refused_name("meta.example")
+
+
+# --------------------------------------------------------------------------------------------
+# The middleware
+# --------------------------------------------------------------------------------------------
+
+GUARD_SETTINGS = {"TWISTED_DNS_RESOLVER": "crawlyx.ssrf.SSRFResolver"}
+
+
+def run(coroutine):
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
+def middleware(allowed=(), **settings):
+    crawler = get_crawler(Spider, {**GUARD_SETTINGS, **settings})
+    mw = SSRFMiddleware.from_crawler(crawler)
+    mw.guard.allowed = frozenset(ip_address(a) for a in allowed)
+    return mw
+
+
+def refused(mw, url, **meta) -> SSRFBlocked:
+    with pytest.raises(SSRFBlocked) as info:
+        run(mw.process_request(Request(url, meta=meta)))
+    return info.value
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.2:8000/x",
+        "http://0x7f000002:8000/",
+        "http://2130706434/",
+        "http://127.2/",
+        "http://0177.0.0.2/",
+        "http://127.0.0.2./",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.2]/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://0xa9fea9fe/latest/meta-data/",
+        "http://[fd00:ec2::254]/",
+        "http://10.0.0.1/",
+        "http://[fe80::1]/",
+        "https://192.168.0.1/admin",
+        "http://100.64.0.1/",
+        "http://0.0.0.0:6379/",
+    ],
+)
+def test_middleware_refuses_blocked_literal_hosts(url):
+    mw = middleware(allowed=["127.0.0.1"])
+    exc = refused(mw, url)
+    assert exc.error_class == "ssrf_blocked"
+    assert classify(Failure(exc)) == "ssrf_blocked"
+    assert "CRAWLYX_ALLOW_PRIVATE=true" in str(exc)
+    assert mw.crawler.stats.get_value("crawlyx/ssrf/blocked") == 1
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/",
+        "http://0x7f000001:8000/",
+        "http://127.1/",
+        "http://[::ffff:127.0.0.1]/",
+    ],
+)
+def test_middleware_lets_allowed_literals_through(url):
+    mw = middleware(allowed=["127.0.0.1"])
+    assert run(mw.process_request(Request(url))) is None
+
+
+def test_middleware_lets_public_literals_through():
+    mw = middleware()
+    for url in ("http://8.8.8.8/", "http://[2606:4700::1111]/", "http://0x08080808/"):
+        assert run(mw.process_request(Request(url))) is None
+    assert mw.crawler.stats.get_value("crawlyx/ssrf/blocked") is None
+
+
+def test_middleware_refuses_a_proxy_in_meta():
+    mw = middleware()
+    exc = refused(mw, "http://8.8.8.8/", proxy="http://127.0.0.1:3128")
+    assert "proxy" in str(exc)
+    assert run(mw.process_request(Request("http://8.8.8.8/", meta={"proxy": None}))) is None
+
+
+def test_middleware_names_a_refusal_reported_at_connection_time():
+    mw = middleware()
+    ssrf._REFUSED["meta.example"] = "meta.example resolves only to blocked addresses: ..."
+    request = Request("http://meta.example/")
+    with pytest.raises(SSRFBlocked):
+        mw.process_exception(request, CannotResolveHostError("no results"))
+    assert mw.process_exception(Request("http://other.example/"), CannotResolveHostError()) is None
+    assert mw.process_exception(request, ValueError()) is None
+    assert mw.crawler.stats.get_value("crawlyx/ssrf/blocked") == 1
+
+
+def test_redirect_hops_pass_through_the_middleware_again():
+    from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+    from scrapy.http import Response
+
+    mw = middleware(allowed=["127.0.0.1"])
+    crawler = mw.crawler
+    crawler.spider = Spider("s")
+    redirect = RedirectMiddleware.from_crawler(crawler)
+    first = Request("http://127.0.0.1:8000/go")
+    assert run(mw.process_request(first)) is None
+    response = Response(first.url, status=302, headers={"Location": "http://127.0.0.2:8000/x"})
+    hop = redirect.process_response(first, response)
+    assert isinstance(hop, Request) and hop.url == "http://127.0.0.2:8000/x"
+    refused(mw, hop.url)
+
+
+def test_middleware_is_not_configured_when_the_guard_is_off():
+    crawler = get_crawler(Spider, {"CRAWLYX_ALLOW_PRIVATE": True})
+    with pytest.raises(NotConfigured):
+        SSRFMiddleware.from_crawler(crawler)
+    assert ssrf.active_policy(default_enabled=True) is None
+
+
+def test_middleware_computes_the_allowed_set_at_spider_opened():
+    mw = middleware()
+
+    class Args:
+        start = "http://0x7f000001:8000/start"
+
+    # Numeric start hosts need no lookup; a name is looked up in a thread of the running
+    # reactor (see the end-to-end test started on localhost).
+    spider = Spider("s")
+    spider.args = Args()
+    run(mw.spider_opened(spider))
+    assert mw.guard.allowed == {ip_address("127.0.0.1")}
+    Args.start = "http://[::1]:8000/"
+    run(mw.spider_opened(spider))
+    assert mw.guard.allowed == {ip_address("::1")}
+    Args.start = "http://8.8.8.8/"
+    run(mw.spider_opened(spider))
+    assert mw.guard.allowed == frozenset()
+    assert start_allowed(ssrf.lookup_all("localhost")) >= {ip_address("127.0.0.1")}
+
+
+def test_proxy_environment_stops_the_guard(monkeypatch):
+    for name in ssrf.PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    check_configuration(get_crawler(Spider, GUARD_SETTINGS).settings)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    with pytest.raises(SSRFGuardError) as info:
+        check_configuration(get_crawler(Spider, GUARD_SETTINGS).settings)
+    message = str(info.value)
+    assert "HTTPS_PROXY" in message and "CRAWLYX_ALLOW_PRIVATE=true" in message
+    assert "\n" not in message
+    # With Scrapy's proxy middleware off, the environment is not used.
+    check_configuration(
+        get_crawler(Spider, {**GUARD_SETTINGS, "HTTPPROXY_ENABLED": False}).settings
+    )
+
+
+def test_guard_refuses_a_resolver_or_handler_it_does_not_control():
+    with pytest.raises(SSRFGuardError, match="TWISTED_DNS_RESOLVER"):
+        check_configuration(get_crawler(Spider).settings)
+    settings = {
+        **GUARD_SETTINGS,
+        "DOWNLOAD_HANDLERS": {
+            "https": "scrapy.core.downloader.handlers._httpx.HttpxDownloadHandler"
+        },
+    }
+    with pytest.raises(SSRFGuardError, match="https is downloaded by"):
+        check_configuration(get_crawler(Spider, settings).settings)
+
+
+def test_project_settings_wire_the_guard():
+    from scrapy.settings import Settings
+
+    settings = Settings()
+    settings.setmodule("crawlyx.settings")
+    assert settings["TWISTED_DNS_RESOLVER"] == "crawlyx.ssrf.SSRFResolver"
+    assert settings.getbool("CRAWLYX_ALLOW_PRIVATE") is False
+    mws = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    order = mws["crawlyx.ssrf.SSRFMiddleware"]
+    assert order < mws["crawlyx.middlewares.robots.RobotsMiddleware"]
+    assert order < mws["scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware"]
+    check_configuration(settings)
+
+
+# --------------------------------------------------------------------------------------------
+# End to end: servers on 127.0.0.1 (the site) and 127.0.0.2 (where nothing may arrive)
+# --------------------------------------------------------------------------------------------
+
+
+def page(title: str, links: list[str]) -> str:
+    anchors = "".join(f'<p><a href="{href}">{href}</a></p>' for href in links)
+    return f"<html><head><title>{title}</title></head><body><h1>{title}</h1>{anchors}</body></html>"
+
+
+class Server:
+    """A small HTTP server on one loopback address; records every request path."""
+
+    def __init__(self, host: str):
+        self.routes: dict[str, tuple[int, dict, str]] = {}
+        self.paths: list[str] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                with server.lock:
+                    server.paths.append(self.path)
+                status, headers, body = server.routes.get(self.path, (404, {}, "not found"))
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
+        self.httpd.daemon_threads = True
+        self.host, self.port = self.httpd.server_address[:2]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def route(self, path: str, status: int = 200, body: str = "", **headers) -> None:
+        self.routes[path] = (status, headers, body)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def web():
+    """The site being crawled, on 127.0.0.1."""
+    with Server("127.0.0.1") as server:
+        yield server
+
+
+@pytest.fixture
+def internal():
+    """A server on 127.0.0.2: a private address the crawl must not reach."""
+    with Server("127.0.0.2") as server:
+        server.route("/", body=page("Internal", []))
+        server.route("/x", body=page("Internal x", []))
+        yield server
+
+
+def test_start_url_redirect_to_a_private_address_is_refused(web, internal, crawl):
+    web.route("/start", 302, Location=f"http://127.0.0.2:{internal.port}/")
+    result = crawl(f"start=http://127.0.0.1:{web.port}/start", "sitemap=0")
+    assert result.returncode == 0, result.log[-3000:]
+    assert "/start" in web.paths
+    assert internal.paths == []
+    assert result.items == []
+    assert result.stat("crawlyx/error/ssrf_blocked") == "1"
+    assert result.stat("crawlyx/ssrf/blocked") == "1"
+    assert "SSRF guard on: the start host 127.0.0.1 is not public" in result.log
+
+
+def test_same_origin_redirects_to_private_addresses_are_refused(web, internal, crawl):
+    # Started by name: localhost's own address (127.0.0.1) is allowed, nothing else private.
+    p = internal.port
+    web.route(
+        "/",
+        body=page("Home", ["/go", "/go2", "/go3", "/go4", "/ok", f"http://127.0.0.2:{p}/outside"]),
+    )
+    # Distinct paths: the three numeric spellings of 127.0.0.2 normalize to one URL.
+    web.route("/go", 302, Location=f"http://127.0.0.2:{p}/x")
+    web.route("/go2", 302, Location=f"http://0x7f000002:{p}/y")
+    web.route("/go3", 302, Location=f"http://[::ffff:127.0.0.2]:{p}/z")
+    web.route("/go4", 302, Location=f"http://2130706434:{p}/w")
+    web.route("/ok", body=page("OK", []))
+    result = crawl(f"start=http://localhost:{web.port}/", "sitemap=0")
+    assert result.returncode == 0, result.log[-3000:]
+    base = f"http://localhost:{web.port}"
+    assert sorted(result.urls) == [base + "/", base + "/ok"]
+    assert internal.paths == []
+    assert {"/go", "/go2", "/go3", "/go4"} <= set(web.paths)
+    assert result.stat("crawlyx/error/ssrf_blocked") == "4"
+    assert result.stat("crawlyx/ssrf/blocked") == "4"
+    assert "its addresses 127.0.0.1 may be fetched" in result.log
+
+
+def test_guard_off_fetches_the_private_hop(web, internal, crawl):
+    web.route("/start", 302, Location=f"http://127.0.0.2:{internal.port}/")
+    result = crawl(
+        f"start=http://127.0.0.1:{web.port}/start",
+        "sitemap=0",
+        settings={"CRAWLYX_ALLOW_PRIVATE": "true"},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    assert "/" in internal.paths
+    assert result.urls == [f"http://127.0.0.2:{internal.port}/"]
+    assert result.stat("crawlyx/error/ssrf_blocked") is None
+    assert "SSRF guard off" in result.log
+
+
+def test_proxy_in_the_environment_stops_the_crawl(web, tmp_path, redis_url):
+    web.route("/", body=page("Home", []))
+    out = tmp_path / "pages.jsonl"
+    env = crawl_env()
+    # Never connected to: the crawl stops before its first request.
+    env["http_proxy"] = "http://127.0.0.1:9"
+    proc = subprocess.run(
+        crawl_command(
+            out, f"start=http://127.0.0.1:{web.port}/", settings={"CRAWLYX_REDIS_URL": redis_url}
+        ),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    message = (
+        "crawlyx: refusing to crawl through an HTTP(S) proxy (http_proxy is set): the SSRF "
+        "guard cannot check the addresses a proxy connects to; unset it, or set "
+        "CRAWLYX_ALLOW_PRIVATE=true to turn the SSRF guard off"
+    )
+    assert proc.stderr.strip() == message  # one line, before anything starts
+    assert web.paths == []
+    assert read_items(out) == []
+
+
+def test_the_resolver_alone_stops_the_connection(web, crawl):
+    # Without the middleware (so no guard knows the start URL), the resolver still answers
+    # every connection of Scrapy's HTTP handler, IP literals included: 127.0.0.1 is refused
+    # and the site sees nothing. Twisted reports it as a failed lookup.
+    web.route("/", body=page("Home", []))
+    result = crawl(
+        f"start=http://127.0.0.1:{web.port}/",
+        "sitemap=0",
+        settings={
+            "DOWNLOADER_MIDDLEWARES": '{"crawlyx.ssrf.SSRFMiddleware": null}',
+            "CRAWLYX_ROBOTS_ENABLED": "false",
+            "LOG_LEVEL": "DEBUG",
+        },
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    assert web.paths == []
+    assert result.items == []
+    assert result.stat("crawlyx/error/dns") == "1"
+    assert "SSRF guard: 127.0.0.1 resolves only to blocked addresses" in result.log
