@@ -206,12 +206,16 @@ EXTRA = {
 }
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # a crawler opens connections in bursts
+
+
 class SiteServer:
     """The fixture site in a background thread; ``with SiteServer() as site: ...``."""
 
     def __init__(self, **options):
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), None)
-        self.httpd.daemon_threads = True
+        self.httpd = Server(("127.0.0.1", 0), None)
         self.site = Site(self.httpd.server_address[1], **options)
         # Links are written with {port}; bake it in once.
         self.httpd.RequestHandlerClass = self.site.handler()

@@ -9,6 +9,9 @@ import pytest
 
 from tests.site import SiteServer
 
+# Two requests at a time per host: the adaptive window is the per-host limit.
+SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
+
 
 def start_url(site) -> str:
     # The start URL redirects from 127.0.0.1 to localhost: the scope is the final origin.
@@ -176,7 +179,7 @@ def test_progress_line_and_summary(crawl):
     with SiteServer(generated=40, latency=0.05) as site:
         result = crawl(
             f"start={start_url(site)}",
-            settings={"CRAWLYX_PROGRESS_INTERVAL": 0.2, "CONCURRENT_REQUESTS_PER_DOMAIN": 2},
+            settings={"CRAWLYX_PROGRESS_INTERVAL": 0.2, **SLOW_HOST},
         )
     assert re.search(
         r"crawlyx: \d+ pages done, \d+ queued, [\d.]+ pages/s, \d+ errors, rss \d+ MiB", result.log

@@ -9,6 +9,9 @@ import time
 from tests.conftest import crawl_command, crawl_env, read_items
 from tests.site import SiteServer
 
+# Two requests at a time per host: the adaptive window is the per-host limit.
+SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
+
 
 def start_url(site) -> str:
     return f"http://127.0.0.1:{site.port}/start"
@@ -22,7 +25,7 @@ def test_two_processes_share_one_crawl(tmp_path, redis_url):
             settings = {
                 "CRAWLYX_REDIS_URL": redis_url,
                 "USER_AGENT": f"crawlyx-test-{name}",
-                "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+                **SLOW_HOST,
             }
             command = crawl_command(
                 out, f"start={start_url(site)}", "job=shared", settings=settings
@@ -49,7 +52,7 @@ def test_two_processes_share_one_crawl(tmp_path, redis_url):
 
 
 def test_sigint_stops_gracefully_and_the_job_resumes(tmp_path, redis_url):
-    settings = {"CRAWLYX_REDIS_URL": redis_url, "CONCURRENT_REQUESTS_PER_DOMAIN": 2}
+    settings = {"CRAWLYX_REDIS_URL": redis_url, **SLOW_HOST}
     with SiteServer(generated=60, latency=0.1) as site:
         first = tmp_path / "first.jsonl"
         proc = subprocess.Popen(

@@ -89,6 +89,10 @@ class RobotsMiddleware:
             raise RobotsDisallowed(f"forbidden by robots.txt: {request.url}")
         return None
 
+    def cached(self, origin: str) -> Robots | None:
+        """The rules this process holds for ``origin``, without fetching (None: not yet)."""
+        return self._robots.get(origin)
+
     async def robots_for(self, origin: str) -> Robots:
         robots = self._robots.get(origin)
         if robots is not None and robots.fresh(time.time()):
