@@ -15,6 +15,7 @@ from crawlyx.normalize import normalize_url
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+RENDER_MODES = ("never", "auto", "always")  # -a render=: when pages go through the browser
 
 
 class ArgumentError(ValueError):
@@ -31,10 +32,12 @@ class CrawlArgs:
     sitemap: bool = True
     job: str | None = None
     errors: str | None = None
+    render: str = "auto"
 
     @classmethod
     def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
-              sitemap=None, job=None, errors=None, **_ignored) -> CrawlArgs:  # fmt: skip
+              sitemap=None, job=None, errors=None, render=None,
+              **_ignored) -> CrawlArgs:  # fmt: skip
         """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
         if not start:
             raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
@@ -62,7 +65,17 @@ class CrawlArgs:
             sitemap=_flag("sitemap", sitemap, default=True),
             job=job,
             errors=_writable("errors", errors),
+            render=_choice("render", render, RENDER_MODES, default="auto"),
         )
+
+
+def _choice(name: str, value, choices: tuple[str, ...], default: str) -> str:
+    if value is None or value == "":
+        return default
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise ArgumentError(f"{name}: {value!r} is not one of {', '.join(choices)}")
+    return text
 
 
 def _limit(name: str, value, minimum: int) -> int | None:

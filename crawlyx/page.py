@@ -8,6 +8,7 @@ pickles and runs anywhere.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urljoin
 
 from crawlyx.extract import document_markdown, parse_document
@@ -21,10 +22,11 @@ def analyze(
 ) -> dict:
     """``title``, ``description``, ``lang``, ``canonical``, ``links`` (normalized in-scope
     URL -> URL to fetch), ``robots`` (name, content of robots meta tags: ``robots`` and
-    ``*bot``) and ``markdown`` of a page fetched from ``url``."""
+    ``*bot``), ``shell`` (see :func:`is_shell`) and ``markdown`` of a page fetched from
+    ``url``."""
     doc = parse_document(page)
     data = {"title": None, "description": None, "lang": None, "canonical": None}
-    data.update(links={}, robots=[])
+    data.update(links={}, robots=[], shell=is_shell(doc, page))  # before markdown prunes doc
     if doc is not None:
         base = url
         for href in doc.xpath("//base/@href")[:1]:
@@ -40,6 +42,68 @@ def analyze(
         ]
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
     return data
+
+
+# An empty JavaScript shell: the HTML is a mount point and scripts that draw the page.
+SHELL_MAX_TEXT = 200  # characters of visible body text below which a page may be a shell
+_APP_ROOT_IDS = frozenset({"root", "app", "__next", "__nuxt", "___gatsby", "svelte", "q-app"})
+_APP_ROOT_TAGS = frozenset({"app-root"})
+_APP_ROOT_MAX_TEXT = 40  # an app root with at most this much text ("Loading...") is empty
+_DATA_SCRIPTS = frozenset({"application/json", "application/ld+json", "text/template"})
+_INVISIBLE = frozenset({"script", "style", "noscript", "template"})
+_SCRIPT_TAG = re.compile(r"<script\b", re.IGNORECASE)
+
+
+def is_shell(doc, page: str | bytes) -> bool:
+    """The page is an empty JavaScript shell: its content is drawn by scripts.
+
+    Its visible body text (without script, style, noscript and template) is under
+    :data:`SHELL_MAX_TEXT` characters, and either an app root (``<div id="root">``,
+    ``#app``, ``#__next``, ``<app-root>``...) is empty, or the page runs scripts and has
+    no heading or paragraph with text. A short but real page (a heading and a paragraph,
+    with or without an analytics script) is not a shell.
+    """
+    if doc is None:  # no body at all: a shell if scripts are to build it
+        if isinstance(page, bytes):
+            return re.search(rb"<script\b", page, re.IGNORECASE) is not None
+        return bool(page) and _SCRIPT_TAG.search(page) is not None
+    body = doc.find("body")
+    if _visible_chars(body, SHELL_MAX_TEXT) >= SHELL_MAX_TEXT:
+        return False
+    for el in body.iter():
+        if not isinstance(el.tag, str):
+            continue
+        if el.tag in _APP_ROOT_TAGS or (el.get("id") or "").strip() in _APP_ROOT_IDS:
+            if _visible_chars(el, _APP_ROOT_MAX_TEXT + 1) <= _APP_ROOT_MAX_TEXT:
+                return True
+    scripts = any(
+        (s.get("type") or "").strip().lower() not in _DATA_SCRIPTS
+        and (s.get("src") or (s.text or "").strip())
+        for s in doc.iter("script")
+    )
+    if not scripts:
+        return False
+    content = body.xpath(
+        ".//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6"
+        " or self::p][not(ancestor::noscript or ancestor::template)]"
+    )
+    return not any(_visible_chars(el, 1) for el in content)
+
+
+def _visible_chars(root, limit: int) -> int:
+    """Characters of text under ``root`` outside script, style, noscript and template,
+    whitespace collapsed; counting stops at ``limit`` (a long page costs little)."""
+    total, stack = 0, [root]
+    while stack and total < limit:
+        el = stack.pop()
+        if el is not root and el.tail:
+            total += len(" ".join(el.tail[:4096].split()))
+        if not isinstance(el.tag, str) or el.tag in _INVISIBLE:
+            continue
+        if el.text:
+            total += len(" ".join(el.text[:4096].split()))  # limits are far smaller
+        stack.extend(el)
+    return total
 
 
 def _metadata(doc, url: str) -> dict:

@@ -143,6 +143,12 @@ class VisitedTable:
             self._claim(keys=[self.visited_key, self.queue_key], args=[fp, fp.encode() + payload])
         )
 
+    def settle(self, fp: str) -> bool:
+        """none -> done, for a page handled without being queued (one a browser was
+        redirected to). True if no one had claimed it: the caller has it."""
+        self.remember(fp)
+        return bool(self.redis.hsetnx(self.visited_key, fp, DONE))
+
     def push(self, fp: str | None, payload: bytes) -> None:
         """Queue without claiming: a request this process already holds the lease of
         (a retry, a redirect to the same page), or one outside the table (fp None)."""

@@ -11,13 +11,15 @@ import uuid
 from datetime import UTC, datetime
 
 from scrapy import Request, Spider, signals
-from scrapy.exceptions import CloseSpider
+from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse
+from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
+from crawlyx import render
 from crawlyx.arguments import CrawlArgs
-from crawlyx.errors import ErrorLog, classify
+from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
 from crawlyx.middlewares.robots import cached_robots
@@ -25,7 +27,7 @@ from crawlyx.normalize import normalize_url, url_origin
 from crawlyx.optout import OptOut
 from crawlyx.state import crawl_state
 from crawlyx.traps import TrapRules
-from crawlyx.visited import visited_table
+from crawlyx.visited import LEASE_META, visited_table
 from crawlyx.workers import page_workers
 
 
@@ -41,6 +43,8 @@ class SiteSpider(Spider):
         self.origin: str | None = None
         self.sitemap_max_bytes = 0
         self.closing = False
+        self.render_mode = self.args.render  # as run: "never" when auto finds no browser
+        self.browser_meta: dict = {}
 
     @classmethod
     def check_arguments(cls, arguments: dict) -> None:
@@ -48,9 +52,18 @@ class SiteSpider(Spider):
         CrawlArgs.parse(**arguments)
 
     @classmethod
+    def check_settings(cls, arguments: dict, settings) -> None:
+        """Raise ``ValueError`` when the arguments cannot run with these settings
+        (render=always without a browser), before anything starts."""
+        render.check(CrawlArgs.parse(**arguments).render, settings)
+
+    @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
+        # First: it may install the browser's download handlers, or refuse to start.
+        spider.render_mode = render.configure(crawler, spider.args.render)
+        spider.browser_meta = render.browser_meta(settings)
         spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
         spider.workers = page_workers(crawler)  # settings checked before the crawl starts
         spider.traps = TrapRules.from_settings(settings)
@@ -75,6 +88,8 @@ class SiteSpider(Spider):
         meta = {"depth": depth, "crawlyx_referrer": referrer}
         if anchor:
             meta["crawlyx_anchor"] = True
+        if callback is None and self.render_mode == "always":  # pages, not sitemaps
+            meta.update(self.browser_meta)
         return Request(url, callback=callback or self.parse, errback=self.on_error, meta=meta)
 
     # -- scope ------------------------------------------------------------------------
@@ -124,30 +139,55 @@ class SiteSpider(Spider):
         depth = response.meta.get("depth", 0)
         url = normalize_url(response.url)
         referrer = response.meta.get("crawlyx_referrer")
+        browser = render.from_browser(response)
+        if browser and url != normalize_url(response.request.url):
+            # The browser followed a redirect (or the page's scripts changed its URL)
+            # out of the scheduler's sight: the page is the one it ended on, if on the
+            # crawl's origin and no one else has it.
+            if not self.in_scope(url):
+                for output in self._render_failed(response.request, f"navigated to {url}"):
+                    yield output
+                return
+            if not self.visited.settle(normalized_fingerprint(url)):
+                self.crawler.stats.inc_value("crawlyx/frontier/duplicates")
+                return
         try:
             page = await self.workers.read(response.text, response.url, self._scope())
         except Exception as exc:  # undecodable or pathological markup: this page only
             self.errors.record(url, "parse", f"{type(exc).__name__}: {exc}", referrer)
             return
         directives = self.opt_out.directives(response.headers, page["robots"])
+        facts = _facts(response)
+        if not browser and self._wants_render(response, page, directives):
+            yield self._render_request(response, depth, referrer, page, directives, facts)
+            return
+        kind = "browser" if browser else "http"
+        if browser:
+            self.crawler.stats.inc_value("crawlyx/render/rendered")
+        for output in self._emit(
+            response.request, url, depth, referrer, page, directives, facts, kind
+        ):
+            yield output
+
+    def _emit(self, request, url, depth, referrer, page, directives, facts, kind):
+        """Follow a read page's links and emit its item, within the crawl's limits."""
         follow = self.args.max_depth is None or depth < self.args.max_depth
         if follow and not (self.opt_out.nofollow and "nofollow" in directives):
-            for request in self._follow(page["links"], depth + 1, url):
-                yield request
+            yield from self._follow(page["links"], depth + 1, url)
         refused = self.opt_out.refused(directives)
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
             return
         if self.args.max_pages is None:
-            yield self._item(response, url, depth, page)
+            yield self._item(url, depth, referrer, page, facts, kind)
             return
         fits, full = self._page_quota()
         if fits:
-            yield self._item(response, url, depth, page)
+            yield self._item(url, depth, referrer, page, facts, kind)
         else:
             # Fetched while the crawl was closing: not emitted, so not done either;
             # resuming the job crawls it.
-            self.visited.unlease(response.request)
+            self.visited.unlease(request)
         if full:
             # Nothing more is handed out; what is in flight drains, then the crawl
             # closes (raising here would cancel this very item in the pipelines).
@@ -177,21 +217,14 @@ class SiteSpider(Spider):
         count = crawl_state(self.crawler).client.hincrby(self._meta_key, "pages", 1)
         return count <= self.args.max_pages, count >= self.args.max_pages
 
-    def _item(self, response, url: str, depth: int, page: dict) -> PageItem:
-        headers = response.headers
-
-        def header(name):
-            value = headers.get(name)
-            return value.decode("latin-1") if value else None
-
-        latency = response.meta.get("download_latency")
+    def _item(self, url, depth, referrer, page: dict, facts: dict, kind: str) -> PageItem:
         return PageItem(
             url=url,
-            final_url=response.url,
-            status=response.status,
+            final_url=facts["final_url"],
+            status=facts["status"],
             fetched_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             depth=depth,
-            referrer=response.meta.get("crawlyx_referrer"),
+            referrer=referrer,
             title=page["title"],
             description=page["description"],
             lang=page["lang"],
@@ -199,12 +232,81 @@ class SiteSpider(Spider):
             markdown=page["markdown"],
             links=sorted(page["links"]),
             content_hash=None,
-            etag=header(b"ETag"),
-            last_modified=header(b"Last-Modified"),
-            render="http",
-            elapsed_ms=round(latency * 1000, 1) if latency is not None else None,
-            bytes=len(response.body),
+            etag=facts["etag"],
+            last_modified=facts["last_modified"],
+            render=kind,
+            elapsed_ms=facts["elapsed_ms"],
+            bytes=facts["bytes"],
         )
+
+    # -- rendering (see crawlyx/render.py) ----------------------------------------------
+
+    def _wants_render(self, response, page: dict, directives: set[str]) -> bool:
+        """A page fetched over HTTP goes to the browser: render=auto and it is an empty
+        JavaScript shell, or render=always (a request queued by an earlier run)."""
+        if self.render_mode == "never" or response.meta.get(render.RENDER_META):
+            return False  # a render marker: it was sent to the browser already
+        if self.opt_out.refused(directives):
+            return False  # kept out of the output whatever the browser would show
+        return self.render_mode == "always" or page["shell"]
+
+    def _render_request(self, response, depth, referrer, page, directives, facts) -> Request:
+        """The same page again, through the browser, under the same lease.
+
+        The lease moves from the response's request (so the lease middleware does not
+        close it) to this one; the scheduler queues a ``dont_filter`` request with a
+        lease without a new claim, and it stays leased until this one is handled. The
+        analyzed HTTP version goes along, to be emitted if the browser fails.
+        """
+        meta = {"depth": depth, "crawlyx_referrer": referrer, **self.browser_meta}
+        lease = response.meta.pop(LEASE_META, None)
+        if lease is not None:
+            meta[LEASE_META] = lease
+        kept = {"page": page, "directives": sorted(directives), "facts": facts}
+        if render.keepable(kept):
+            meta[render.HTTP_PAGE_META] = kept
+        self.crawler.stats.inc_value("crawlyx/render/requested")
+        return Request(
+            response.url,
+            callback=self.parse,
+            errback=self.on_error,
+            meta=meta,
+            dont_filter=True,
+        )
+
+    def _render_failed(self, request, detail: str):
+        """The browser failed on ``request``: record it, and emit the HTTP version kept in
+        the request, or fetch it over plain HTTP (under the same lease) if none was."""
+        url = normalize_url(request.url)
+        referrer = request.meta.get("crawlyx_referrer")
+        self.errors.record(url, "render", detail, referrer)
+        self.crawler.stats.inc_value("crawlyx/render/failed")
+        kept = request.meta.get(render.HTTP_PAGE_META)
+        if kept is None:
+            meta = {
+                "depth": request.meta.get("depth", 0),
+                "crawlyx_referrer": referrer,
+                render.RENDER_META: "fallback",
+            }
+            for key in ("crawlyx_anchor", LEASE_META):
+                if key in request.meta:
+                    meta[key] = request.meta.pop(key)
+            yield Request(
+                request.url,
+                callback=self.parse,
+                errback=self.on_error,
+                meta=meta,
+                dont_filter=True,
+            )
+            return
+        try:
+            depth = request.meta.get("depth", 0)
+            directives = set(kept["directives"])
+            yield from self._emit(
+                request, url, depth, referrer, kept["page"], directives, kept["facts"], "http"
+            )
+        finally:
+            self.visited.release(request)
 
     # -- sitemaps ---------------------------------------------------------------------
 
@@ -250,6 +352,8 @@ class SiteSpider(Spider):
 
     def on_error(self, failure):
         request = failure.request
+        if _render_failure(failure, request):
+            return self._render_failed(request, f"{type(failure.value).__name__}: {failure.value}")
         self.errors.record(
             request.url,
             classify(failure),
@@ -257,6 +361,34 @@ class SiteSpider(Spider):
             request.meta.get("crawlyx_referrer"),
         )
         self.visited.release(request)
+
+
+def _facts(response) -> dict:
+    """What a page's item takes from its response (plain data: it may be queued)."""
+
+    def header(name):
+        value = response.headers.get(name)
+        return value.decode("latin-1") if value else None
+
+    latency = response.meta.get("download_latency")
+    return {
+        "final_url": response.url,
+        "status": response.status,
+        "etag": header(b"ETag"),
+        "last_modified": header(b"Last-Modified"),
+        "elapsed_ms": round(latency * 1000, 1) if latency is not None else None,
+        "bytes": len(response.body),
+    }
+
+
+def _render_failure(failure, request) -> bool:
+    """The browser failed on a request sent to it. An HTTP error is one only when the
+    page's HTTP version was fine; a refusal (robots, scope) is never one."""
+    if request.meta.get(render.RENDER_META) != "browser":
+        return False
+    if failure.check(HttpError):
+        return render.HTTP_PAGE_META in request.meta
+    return not failure.check(IgnoreRequest, CrawlyxIgnore)
 
 
 def _same_origin(url: str, origin: str) -> bool:

@@ -1,0 +1,206 @@
+"""Rendering pages in a browser: Debian's Chromium, driven through scrapy-playwright.
+
+``-a render=`` says when a page goes through the browser:
+
+- ``never``: plain HTTP only; no browser, no driver, no download handler.
+- ``auto`` (default): plain HTTP first; a page whose HTML is an empty JavaScript shell
+  (:func:`crawlyx.page.is_shell`) is fetched again through the browser. Without a
+  browser at ``CRAWLYX_CHROMIUM_PATH``: one warning, then as ``never``.
+- ``always``: every page request goes through the browser (sitemaps and robots.txt
+  stay plain HTTP). Without a browser the crawl does not start.
+
+scrapy-playwright's download handlers are installed for http and https only when a
+crawl may render; they pass requests without ``meta["playwright"]`` to Scrapy's own
+HTTP handler, so plain requests are unchanged. In the browser, only the page's own
+origin is fetched, and never an image, a font or media (:func:`abort_request`).
+
+A render that fails (a browser error, a timeout, a crash, a navigation off the
+crawl's origin) is recorded as ``render`` and the page's HTTP version is emitted
+instead: the one kept in the request (``auto``) or, when none was fetched yet
+(``always``), a plain re-fetch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+from urllib.parse import urlsplit
+
+logger = logging.getLogger(__name__)
+
+HANDLER = "crawlyx.browser.BrowserHandler"  # scrapy-playwright's, shared by http and https
+
+# request.meta keys. RENDER_META: "browser" on a request for the browser, "fallback" on
+# the plain re-fetch after a failed render; either way the page is not rendered again.
+RENDER_META = "crawlyx_render"
+# The analyzed HTTP version of a page sent to the browser, emitted if the render fails.
+HTTP_PAGE_META = "crawlyx_http_page"
+# Kept only while this small (pickled): requests go through Redis. A shell's analysis
+# is small by definition (under 200 characters of text); a larger one is re-fetched.
+HTTP_PAGE_MAX_BYTES = 64 * 1024
+
+WAIT_UNTIL = ("load", "domcontentloaded", "networkidle")
+
+# Nothing leaves for anything but the page: no background services, updates or sync.
+CHROMIUM_ARGS = (
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-gpu",
+    "--no-sandbox",  # we run as root
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--no-default-browser-check",
+    "--no-pings",
+    "--mute-audio",
+    "--disable-features=Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions",
+)
+
+BLOCKED_RESOURCES = frozenset({"image", "font", "media"})
+
+
+class RenderUnavailable(ValueError):
+    """render=always without a browser, or a rendering setting with a bad value."""
+
+
+def chromium_path(settings) -> str:
+    return settings.get("CRAWLYX_CHROMIUM_PATH") or ""
+
+
+def browser_available(path: str) -> bool:
+    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _missing(path: str) -> str:
+    return (
+        f"no Chromium executable at {path!r} (setting CRAWLYX_CHROMIUM_PATH); "
+        "install it (apt-get install chromium) or point CRAWLYX_CHROMIUM_PATH at one"
+    )
+
+
+def check(mode: str, settings) -> None:
+    """Raise :class:`RenderUnavailable` when ``mode`` cannot work with ``settings``."""
+    if mode == "never":
+        return
+    wait = settings.get("CRAWLYX_RENDER_WAIT_UNTIL")
+    if wait not in WAIT_UNTIL:
+        raise RenderUnavailable(
+            f"CRAWLYX_RENDER_WAIT_UNTIL must be one of {', '.join(WAIT_UNTIL)}, not {wait!r}"
+        )
+    if settings.getint("CRAWLYX_RENDER_MAX_PAGES") < 1:
+        raise RenderUnavailable("CRAWLYX_RENDER_MAX_PAGES must be 1 or more")
+    if settings.getfloat("CRAWLYX_RENDER_TIMEOUT") <= 0:
+        raise RenderUnavailable("CRAWLYX_RENDER_TIMEOUT must be more than 0 seconds")
+    path = chromium_path(settings)
+    if mode == "always" and not browser_available(path):
+        raise RenderUnavailable(f"render=always: {_missing(path)}")
+
+
+def configure(crawler, mode: str) -> str:
+    """The render mode the crawl runs with, its download handlers installed if it may
+    render. Called from the spider's ``from_crawler``: the crawler's settings are
+    frozen only after the spider exists, before the downloader is built."""
+    settings = crawler.settings
+    check(mode, settings)
+    if mode == "never":
+        return mode
+    path = chromium_path(settings)
+    if not browser_available(path):  # auto: plain HTTP only
+        logger.warning("render=auto: %s; pages are not rendered", _missing(path))
+        return "never"
+    if settings.frozen:  # a spider built outside Crawler.crawl (a test, a tool)
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        if handlers.get("http") == handlers.get("https") == HANDLER:
+            return mode
+        if mode == "always":
+            raise RenderUnavailable("render=always: settings frozen before the spider existed")
+        logger.warning("render=auto: settings frozen before the spider existed; no rendering")
+        return "never"
+    priority = "spider"  # above the project's settings, below -s on the command line
+    settings.set("DOWNLOAD_HANDLERS", {"http": HANDLER, "https": HANDLER}, priority=priority)
+    playwright = {
+        "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+        "PLAYWRIGHT_LAUNCH_OPTIONS": {
+            "executable_path": path,
+            "headless": True,
+            "args": list(CHROMIUM_ARGS),
+        },
+        "PLAYWRIGHT_MAX_CONTEXTS": 1,
+        "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": settings.getint("CRAWLYX_RENDER_MAX_PAGES"),
+        "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": settings.getfloat("CRAWLYX_RENDER_TIMEOUT") * 1000,
+        "PLAYWRIGHT_ABORT_REQUEST": "crawlyx.render.abort_request",
+        "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER": True,
+    }
+    for name, value in playwright.items():
+        settings.set(name, value, priority=priority)
+    logger.info(
+        "Rendering: %s, Chromium at %s, %d pages at once",
+        mode,
+        path,
+        settings.getint("CRAWLYX_RENDER_MAX_PAGES"),
+    )
+    return mode
+
+
+def browser_meta(settings) -> dict:
+    """The meta that sends a request through the browser (it pickles: plain data)."""
+    return {
+        "playwright": True,
+        RENDER_META: "browser",
+        "playwright_page_goto_kwargs": {"wait_until": settings.get("CRAWLYX_RENDER_WAIT_UNTIL")},
+    }
+
+
+def from_browser(response) -> bool:
+    """The response was rendered by the browser (scrapy-playwright flags it)."""
+    return "playwright" in response.flags
+
+
+def keepable(page: dict) -> bool:
+    """Small enough to travel in a request's meta through the Redis queue."""
+    try:
+        return len(pickle.dumps(page, protocol=pickle.HIGHEST_PROTOCOL)) <= HTTP_PAGE_MAX_BYTES
+    except Exception:
+        return False
+
+
+def abort_request(request) -> bool:
+    """``PLAYWRIGHT_ABORT_REQUEST``: True for what the browser must not fetch.
+
+    Images, fonts and media, always; and anything not on the page's own origin. The
+    page's origin is its main frame's; before the first navigation commits (the main
+    frame is still ``about:blank``), the navigation itself is allowed, on its origin.
+    """
+    try:
+        if request.resource_type in BLOCKED_RESOURCES:
+            return True
+        page_url = request.frame.page.main_frame.url
+    except Exception:  # a service worker's request, a closed page: nothing to allow
+        return True
+    target = _origin(request.url)
+    if target is None:
+        return True
+    if page_url in ("", "about:blank"):
+        first = request
+        while first.redirected_from is not None:
+            first = first.redirected_from
+        return target != _origin(first.url)
+    return target != _origin(page_url)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    try:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS or not parts.hostname:
+            return None
+        return scheme, parts.hostname.lower(), parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError:
+        return None
