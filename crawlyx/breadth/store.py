@@ -1,0 +1,320 @@
+"""The Redis side: where breadth sketches live, the atomic merge, the streaming read.
+
+Namespace (through :class:`crawlyx.state.State`, like every crawl key, on the same
+Redis or embedded server the crawl uses)::
+
+    crawlyx:_breadth:{site}:day:{YYYY-MM-DD}:{bot}   one row per (site, UTC day, bot)
+    crawlyx:_breadth:{site}:corpus                   the pages crawlyx emitted for the site
+
+``{site}`` is the normalized origin (``https://docs.example.com``). Breadth belongs to
+a site, across jobs and runs, so the rows sit outside every job's ``crawlyx:{job}:``
+namespace: ``_breadth`` can never be a job name (those start with a letter or digit),
+so no job's cleanup touches them.
+
+A row is a hash: ``r`` the 16,384 registers (one byte each), ``x`` the exact set while
+small (8-byte hashes; absent once saturated), ``f`` how many flushes were merged, and
+one ``p:{process}`` field per process (shard) that merged into it. Each flush merges a
+process's sketch into the row with one Lua script, atomically: element-wise max of the
+registers, union of the exact sets. Redis runs a script alone, so any number of
+processes can flush the same row at once and no register is lost; no client-side
+read-merge-write, no lock to forget. Merging is idempotent, so a retried flush is
+harmless. Day rows expire ``retention`` days after their day ends (EXPIREAT, the same
+on every flush); the corpus row ``retention`` days after the last flush that touched it.
+
+The read side (:class:`RowScan`) streams: SCAN in small steps, the rows fetched a
+batch at a time and handed to the caller one by one to merge and drop, a hard cap on
+rows with ``truncated`` set rather than a short answer passed off as complete.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from crawlyx.breadth.recorder import Recorder
+from crawlyx.breadth.sketch import EXACT_LIMIT, Sketch
+from crawlyx.state import State
+
+NAMESPACE = "_breadth"  # a State "job" that no crawl can be named
+DAY = 86400
+
+# KEYS[1]: the row. ARGV: registers, exact hashes ('' when saturated), '1' if saturated,
+# shard id, expire-at (unix seconds), exact limit, now (unix seconds).
+_MERGE = """
+local key, incoming = KEYS[1], ARGV[1]
+local stored = redis.call('HGET', key, 'r')
+if stored then
+  if #stored ~= #incoming then
+    return redis.error_reply('ERR breadth row ' .. key .. ' holds ' .. #stored ..
+      ' registers, not ' .. #incoming)
+  end
+  if stored ~= incoming then
+    local out = {}
+    for i = 1, #incoming, 4000 do
+      local j = i + 3999
+      local mine = string.sub(stored, i, j)
+      if mine == string.sub(incoming, i, j) then
+        out[#out + 1] = mine
+      else
+        local a = {string.byte(stored, i, j)}
+        local b = {string.byte(incoming, i, j)}
+        for k = 1, #a do
+          if b[k] > a[k] then a[k] = b[k] end
+        end
+        out[#out + 1] = string.char(unpack(a))
+      end
+    end
+    redis.call('HSET', key, 'r', table.concat(out))
+  end
+  local x = redis.call('HGET', key, 'x')
+  if x then
+    if ARGV[3] == '1' then
+      redis.call('HDEL', key, 'x')
+    else
+      local seen, parts, n = {}, {}, 0
+      for _, s in ipairs({x, ARGV[2]}) do
+        for i = 1, #s, 8 do
+          local h = string.sub(s, i, i + 7)
+          if not seen[h] then
+            seen[h] = true
+            n = n + 1
+            parts[n] = h
+          end
+        end
+      end
+      if n > tonumber(ARGV[6]) then
+        redis.call('HDEL', key, 'x')
+      elseif n * 8 ~= #x then
+        redis.call('HSET', key, 'x', table.concat(parts))
+      end
+    end
+  end
+else
+  redis.call('HSET', key, 'r', incoming)
+  if ARGV[3] ~= '1' then
+    redis.call('HSET', key, 'x', ARGV[2])
+  end
+end
+redis.call('HINCRBY', key, 'f', 1)
+redis.call('HSET', key, 'p:' .. ARGV[4], ARGV[7])
+redis.call('EXPIREAT', key, ARGV[5])
+return 1
+"""
+
+
+def utc_day(timestamp: float) -> str:
+    """``YYYY-MM-DD`` of a unix time, in UTC."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
+
+
+def day_start(day: str) -> int:
+    """Unix time of 00:00 UTC on ``day``."""
+    return (date.fromisoformat(day) - date(1970, 1, 1)).days * DAY
+
+
+def breadth_state(client, embedded=None) -> State:
+    """The breadth namespace on a Redis client (a crawl's, or one of its own)."""
+    return State(client, NAMESPACE, embedded)
+
+
+def connect(settings) -> State:
+    """Connect like a crawl does (CRAWLYX_REDIS_URL, or the embedded server)."""
+    return State.connect(settings, NAMESPACE)
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a literal in a SCAN MATCH pattern (IPv6 origins have ``[``)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def day_key(state: State, site: str, day: str, bot: str) -> str:
+    return state.key(f"{site}:day:{day}:{bot}")
+
+
+def corpus_key(state: State, site: str) -> str:
+    return state.key(f"{site}:corpus")
+
+
+def parse_key(state: State, key: str) -> tuple[str, str | None, str | None] | None:
+    """``(site, day, bot)`` of a row key; ``(site, None, None)`` for a corpus row."""
+    if not key.startswith(state.prefix):
+        return None
+    rest = key[len(state.prefix) :]
+    if rest.endswith(":corpus"):
+        return rest[: -len(":corpus")], None, None
+    parts = rest.rsplit(":", 3)
+    if len(parts) != 4 or parts[1] != "day" or len(parts[2]) != 10:
+        return None
+    return parts[0], parts[2], parts[3]
+
+
+@dataclass
+class FlushResult:
+    merged: int = 0  # rows merged into Redis
+    expired: int = 0  # sketches of days already past retention, dropped unsent
+
+
+class BreadthStore:
+    """Merges a :class:`Recorder`'s dirty sketches into Redis."""
+
+    def __init__(self, state: State, retention_days: int = 90, shard: str | None = None):
+        if retention_days < 1:
+            raise ValueError("retention_days must be 1 or more")
+        self.state = state
+        self.retention_days = retention_days
+        self.shard = shard or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._merge = state.client.register_script(_MERGE)
+
+    def day_expiry(self, day: str) -> int:
+        """When a day's rows expire: ``retention_days`` after the day ends."""
+        return day_start(day) + (self.retention_days + 1) * DAY
+
+    def merge(self, key: str, sketch: Sketch, expire_at: int, now: float) -> None:
+        """One atomic max-merge of ``sketch`` into the row ``key``."""
+        exact = sketch.exact_bytes()
+        self._merge(
+            keys=[key],
+            args=[
+                sketch.register_bytes(),
+                exact or b"",
+                "1" if exact is None else "0",
+                self.shard,
+                expire_at,
+                EXACT_LIMIT,
+                int(now),
+            ],
+        )
+
+    def flush(self, recorder: Recorder, now: float | None = None) -> FlushResult:
+        """Merge every dirty sketch of ``recorder``; each is marked clean once merged.
+
+        A Redis error propagates and leaves the sketches not merged yet dirty, to be
+        retried by the next flush (merging twice changes nothing). Afterwards the clean
+        sketches of past days are forgotten."""
+        now = time.time() if now is None else now
+        result = FlushResult()
+        state, site = self.state, recorder.site
+        for day in recorder.days():
+            if self.day_expiry(day) <= now:
+                result.expired += sum(s.dirty for s in recorder.sketches(day).values())
+                recorder.drop_day(day)
+        for day, bot, sketch in recorder.dirty():
+            self.merge(day_key(state, site, day, bot), sketch, self.day_expiry(day), now)
+            sketch.dirty = False
+            result.merged += 1
+        corpus = recorder.corpus
+        if corpus.dirty:
+            expire_at = int(now) + self.retention_days * DAY
+            self.merge(corpus_key(state, site), corpus, expire_at, now)
+            corpus.dirty = False
+            result.merged += 1
+        recorder.evict_clean()
+        return result
+
+
+@dataclass
+class Row:
+    site: str
+    day: str | None  # None: the site's corpus row
+    bot: str | None
+    sketch: Sketch
+    shards: int  # processes that merged into the row
+    flushes: int
+
+
+class RowScan:
+    """Streams the breadth rows of one site (or all), at most ``cap`` of them.
+
+    Iterate it once; afterwards ``rows_read`` and ``truncated`` tell how much was seen.
+    Filtering by day and bot happens on the key, before any row is fetched. Every
+    ``YIELD_EVERY`` rows the scan sleeps(0) so that other threads of the process (a
+    reactor, a server) run; every Redis call is short (SCAN COUNT, one batch of rows),
+    so Redis keeps serving crawls in between."""
+
+    BATCH = 32  # rows per round trip: 32 × ~24 KiB at most in flight
+    SCAN_COUNT = 500
+    YIELD_EVERY = 200
+
+    def __init__(
+        self,
+        state: State,
+        *,
+        site: str | None = None,
+        days: set[str] | None = None,
+        bot: str | None = None,
+        cap: int = 4096,
+    ):
+        if cap < 1:
+            raise ValueError("cap must be 1 or more")
+        self.state = state
+        self.site = site
+        self.days = days
+        self.bot = bot.lower() if bot else None
+        self.cap = cap
+        self.rows_read = 0
+        self.truncated = False
+
+    def _wanted(self, key: str):
+        parsed = parse_key(self.state, key)
+        if parsed is None:
+            return None
+        site, day, bot = parsed
+        if self.site is not None and site != self.site:
+            return None  # "http://host:*" also matches "http://host:8080..."
+        if day is None:
+            return parsed  # the corpus: coverage needs it whatever the filters
+        if self.days is not None and day not in self.days:
+            return None
+        if self.bot is not None and bot.lower() != self.bot:
+            return None
+        return parsed
+
+    def __iter__(self) -> Iterator[Row]:
+        pattern = self.state.key((glob_escape(self.site) + ":" if self.site else "") + "*")
+        client = self.state.client
+        seen: set[str] = set()  # SCAN may return a key more than once
+        pending: list[tuple[str, tuple]] = []
+        for raw in client.scan_iter(match=pattern, count=self.SCAN_COUNT):
+            key = raw.decode()
+            parsed = self._wanted(key)
+            if parsed is None or key in seen:
+                continue
+            seen.add(key)  # at most cap + 1 keys
+            if self.rows_read >= self.cap:
+                self.truncated = True  # one more row than the cap: never merged
+                break
+            self.rows_read += 1
+            pending.append((key, parsed))
+            if len(pending) >= self.BATCH:
+                yield from self._fetch(pending)
+                pending = []
+            if self.rows_read % self.YIELD_EVERY == 0:
+                time.sleep(0)
+        yield from self._fetch(pending)
+
+    def _fetch(self, pending: list[tuple[str, tuple]]) -> Iterator[Row]:
+        if not pending:
+            return
+        pipe = self.state.client.pipeline(transaction=False)
+        for key, _ in pending:
+            pipe.hmget(key, "r", "x", "f")
+            pipe.hlen(key)
+        replies = pipe.execute()
+        for index, (_key, (site, day, bot)) in enumerate(pending):
+            (registers, exact, flushes), fields = replies[2 * index], replies[2 * index + 1]
+            if registers is None:
+                continue  # expired between SCAN and now
+            known = 1 + (exact is not None) + (flushes is not None)
+            yield Row(
+                site,
+                day,
+                bot,
+                Sketch.from_bytes(registers, exact),
+                shards=fields - known,
+                flushes=int(flushes or 0),
+            )
