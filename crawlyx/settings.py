@@ -23,6 +23,19 @@ CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
 # The SSRF guard (crawlyx/ssrf.py): only public addresses are fetched, plus the start host's
 # own when it is not public; no HTTP(S) proxy. True turns the guard off.
 CRAWLYX_ALLOW_PRIVATE = False
+# The adaptive concurrency window per host (crawlyx/middlewares/window.py): AIMD
+# between MIN and MAX, +1 after GROW_AFTER clean fetches, halved on trouble (429, 502,
+# 503, 504, a connection error or timeout, a response slower than SLOW_SECONDS, a body
+# of LARGE_BYTES or more). Retry-After on a 429/503 pauses the host (at most
+# RETRY_AFTER_MAX seconds); robots.txt Crawl-delay is a floor on the host's delay.
+CRAWLYX_WINDOW_ENABLED = True
+CRAWLYX_WINDOW_MIN = 5
+CRAWLYX_WINDOW_MAX = 40
+CRAWLYX_WINDOW_START = 8  # a new host's window
+CRAWLYX_WINDOW_GROW_AFTER = 10  # clean fetches in a row per +1
+CRAWLYX_WINDOW_SLOW_SECONDS = 5.0  # time to the response headers
+CRAWLYX_WINDOW_LARGE_BYTES = 4 * 1024 * 1024
+CRAWLYX_WINDOW_RETRY_AFTER_MAX = 600.0  # seconds; longer Retry-After values are capped
 # Robots directives (X-Robots-Tag, meta robots) that keep a page out of the output.
 CRAWLYX_OPT_OUT_DIRECTIVES = ["noai", "noindex"]
 CRAWLYX_HONOR_NOFOLLOW = True  # nofollow stops link following from the page
@@ -31,6 +44,21 @@ CRAWLYX_TRAP_MAX_URL_LENGTH = 2048
 CRAWLYX_TRAP_MAX_SEGMENT_REPEATS = 3
 CRAWLYX_TRAP_MAX_QUERY_PARAMS = 24
 CRAWLYX_TRAP_FUTURE_YEARS = 3  # a date further ahead than this is a calendar trap
+# Rendering (-a render=never|auto|always; crawlyx/render.py): Debian's Chromium through
+# scrapy-playwright, whose download handlers are installed only when a crawl may render.
+CRAWLYX_CHROMIUM_PATH = "/usr/lib/chromium/chromium"
+CRAWLYX_RENDER_MAX_PAGES = 4  # browser pages open at once (one browser context)
+CRAWLYX_RENDER_TIMEOUT = 30.0  # seconds for a page's navigation in the browser
+CRAWLYX_RENDER_WAIT_UNTIL = "load"  # load | domcontentloaded | networkidle
+
+# Crawl breadth (crawlyx/breadth): distinct URLs per bot per UTC day, in HLL++ sketches
+# merged into Redis under crawlyx:_breadth:{site}:...; `scrapy visits`, `scrapy breadth`.
+CRAWLYX_BREADTH_ENABLED = True  # the crawl records its own fetches and the site's corpus
+CRAWLYX_BREADTH_FLUSH_INTERVAL = 300.0  # seconds between merges into Redis
+CRAWLYX_BREADTH_RETENTION_DAYS = 90  # a day's rows expire this long after the day ends
+CRAWLYX_BREADTH_MAX_BOTS = 64  # sketches per process per day; more bots share ~overflow
+CRAWLYX_BREADTH_READ_CAP = 4096  # rows `scrapy breadth` reads before saying truncated
+CRAWLYX_BREADTH_BOTS = None  # None: crawlyx.breadth.bots.DEFAULT_BOTS; {name: regex}
 
 # --- the frontier: scrapy-redis's scheduler over the visited table -------------------
 SCHEDULER = "crawlyx.scheduler.Scheduler"
@@ -39,8 +67,8 @@ SCHEDULER_IDLE_BEFORE_CLOSE = 0  # > 0 makes scrapy-redis block the reactor in B
 
 # --- fetching ------------------------------------------------------------------------
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-CONCURRENT_REQUESTS = 32
-CONCURRENT_REQUESTS_PER_DOMAIN = 16
+CONCURRENT_REQUESTS = 64  # above CRAWLYX_WINDOW_MAX, so one host can use its whole window
+CONCURRENT_REQUESTS_PER_DOMAIN = 40  # = CRAWLYX_WINDOW_MAX: the window does the limiting
 DOWNLOAD_DELAY = 0
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
@@ -61,6 +89,11 @@ DOWNLOADER_MIDDLEWARES = {
     # Before robots.txt (a refused host gets no robots.txt request) and HttpProxyMiddleware.
     "crawlyx.ssrf.SSRFMiddleware": 50,
     "crawlyx.middlewares.robots.RobotsMiddleware": 100,
+    # The last before the downloader: after the robots middleware (100), so robots.txt
+    # and its Crawl-delay are known; its gate hands a request straight to its slot;
+    # and its process_exception sees every failed attempt before RetryMiddleware
+    # (550) turns it into a retry.
+    "crawlyx.middlewares.window.WindowMiddleware": 950,
 }
 SPIDER_MIDDLEWARES = {
     "crawlyx.middlewares.lease.LeaseMiddleware": 10,
@@ -74,6 +107,7 @@ EXTENSIONS = {
     "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it
     "scrapy.extensions.telnet.TelnetConsole": None,
     "crawlyx.extensions.progress.Progress": 500,
+    "crawlyx.extensions.breadth.Breadth": 510,
 }
 
 # Scrapy 2.19's RemoteControl executes posted Python code: never on in crawlyx.
