@@ -1,11 +1,13 @@
 """robots.txt, fetched once per origin for the whole job and shared through Redis.
 
-Policy (RFC 9309): a 2xx body is parsed (at most ``ROBOTS_MAX_BYTES``); a 4xx means
-there are no rules; a 5xx, a 429 or a network error means "disallow everything"
+Policy (RFC 9309): redirects are followed up to five hops (past that the file counts
+as unavailable, like a 4xx); a 2xx body is parsed (at most ``ROBOTS_MAX_BYTES``); a 4xx
+means there are no rules; a 5xx, a 429 or a network error means "disallow everything"
 for now, and is not kept: the next request to that origin after
-``RETRY_AFTER_FAILURE`` seconds tries again. A parsed file is fresh for 24 hours.
-A disallowed request fails with :class:`RobotsDisallowed` (class
-``robots_disallowed``). Replaces Scrapy's RobotsTxtMiddleware, which treats a 5xx as
+``RETRY_AFTER_FAILURE`` seconds tries again. A parsed file is fresh for 24 hours; its age
+is in the stats (``crawlyx/robots/age_seconds/<origin>``). A disallowed request fails
+with :class:`RobotsDisallowed` (class ``robots_disallowed``). Replaces Scrapy's
+RobotsTxtMiddleware, which treats a 5xx as
 "allow all" and keeps one answer for the whole crawl.
 """
 
@@ -28,6 +30,7 @@ from crawlyx.state import crawl_state
 logger = logging.getLogger(__name__)
 
 ROBOTS_MAX_BYTES = 500 * 1024
+MAX_REDIRECTS = 5
 FRESH_FOR = 24 * 3600
 RETRY_AFTER_FAILURE = 300
 LOCK_TTL = 60
@@ -95,7 +98,11 @@ class RobotsMiddleware:
 
     async def robots_for(self, origin: str) -> Robots:
         robots = self._robots.get(origin)
-        if robots is not None and robots.fresh(time.time()):
+        now = time.time()
+        if robots is not None and robots.fresh(now):
+            self.crawler.stats.set_value(
+                f"crawlyx/robots/age_seconds/{origin}", int(now - robots.fetched_at)
+            )
             return robots
         pending = self._pending.get(origin)
         if pending is None:
@@ -131,10 +138,17 @@ class RobotsMiddleware:
             origin + "/robots.txt",
             priority=1000,
             callback=NO_CALLBACK,
-            meta={"dont_obey_robotstxt": True, "handle_httpstatus_all": True},
+            meta={"dont_obey_robotstxt": True, "redirect_ttl": MAX_REDIRECTS},
         )
         try:
             response = await self.crawler.engine.download_async(request)
+        except IgnoreRequest as exc:
+            if "max redirections" not in str(exc):
+                raise
+            # RFC 9309: past five redirects the file counts as unavailable, like a 4xx.
+            logger.warning("robots.txt of %s: more than %d redirects", origin, MAX_REDIRECTS)
+            stats.inc_value("crawlyx/robots/too_many_redirects")
+            return Robots(410, "", time.time())
         except Exception as exc:
             logger.warning("robots.txt of %s unavailable (%s): disallowing for now", origin, exc)
             stats.inc_value("crawlyx/robots/unavailable")

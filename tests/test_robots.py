@@ -1,0 +1,135 @@
+"""robots.txt per RFC 9309 against hostile servers: 5xx, 4xx, timeouts, huge files,
+redirect chains, and the user agent token."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from tests.site import Server
+
+
+class RobotsSite:
+    """Pages /, /a, /b, /private/c; robots.txt as the test says."""
+
+    def __init__(self, robots):
+        self.robots = robots  # handler(self_handler) -> None, writes the robots.txt response
+        self.counts: Counter[str] = Counter()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def reply(self, status, body=b"", ctype="text/html", **headers):
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802
+                site.counts[self.path] += 1
+                if self.path.startswith("/robots"):
+                    return site.robots(self)
+                if self.path == "/":
+                    links = '<a href="/a">a</a><a href="/b">b</a><a href="/private/c">c</a>'
+                    return self.reply(200, f"<title>Home</title><p>{links}</p>".encode())
+                if self.path in ("/a", "/b", "/private/c"):
+                    return self.reply(200, f"<title>{self.path}</title><p>page</p>".encode())
+                return self.reply(404)
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def fetched(site) -> set[str]:
+    return {path for path in site.counts if not path.startswith("/robots")}
+
+
+def body(text: str):
+    return lambda h: h.reply(200, text.encode(), "text/plain")
+
+
+def crawl_site(crawl, robots, **settings):
+    with RobotsSite(robots) as site:
+        result = crawl(f"start={site.base}/", "sitemap=0", settings={"RETRY_TIMES": 0, **settings})
+    return site, result
+
+
+def test_2xx_rules_are_obeyed_for_our_token(crawl):
+    robots = "User-agent: *\nDisallow: /\n\nUser-agent: crawlyx\nDisallow: /private/\n"
+    site, result = crawl_site(crawl, body(robots))
+    assert fetched(site) == {"/", "/a", "/b"}
+    assert result.stat("crawlyx/error/robots_disallowed") == "1"
+
+
+@pytest.mark.parametrize("status", [404, 403, 410])
+def test_4xx_means_no_rules(crawl, status):
+    site, result = crawl_site(crawl, lambda h: h.reply(status))
+    assert fetched(site) == {"/", "/a", "/b", "/private/c"}
+    assert result.stat("crawlyx/error/robots_disallowed") is None
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_5xx_and_429_disallow_everything(crawl, status):
+    site, result = crawl_site(crawl, lambda h: h.reply(status))
+    assert fetched(site) == set()
+    assert result.stat("crawlyx/error/robots_disallowed") == "1"
+    assert site.counts["/robots.txt"] == 1  # not retried within the crawl's minutes
+
+
+def test_unreachable_robots_disallows(crawl):
+    def hang(handler):
+        time.sleep(4)
+        handler.reply(200, b"User-agent: *\nAllow: /\n", "text/plain")
+
+    site, result = crawl_site(crawl, hang, DOWNLOAD_TIMEOUT=1)
+    assert fetched(site) == set()
+    assert result.stat("crawlyx/robots/unavailable") == "1"
+
+
+def test_huge_robots_is_read_up_to_500_kib(crawl):
+    # The Disallow within the first 500 KiB counts; the one after it does not.
+    filler = "# " + "x" * 1000 + "\n"
+    text = "User-agent: *\nDisallow: /a\n" + filler * 600 + "Disallow: /b\n"
+    site, _ = crawl_site(crawl, body(text))
+    assert fetched(site) == {"/", "/b", "/private/c"}
+
+
+def test_redirects_followed_up_to_five(crawl):
+    def chain(hops):
+        def robots(handler):
+            n = int(handler.path.removeprefix("/robots.txt").lstrip("?") or 0)
+            if n < hops:
+                return handler.reply(301, Location=f"/robots.txt?{n + 1}")
+            return handler.reply(200, b"User-agent: *\nDisallow: /a\n", "text/plain")
+
+        return robots
+
+    site, _ = crawl_site(crawl, chain(5))
+    assert fetched(site) == {"/", "/b", "/private/c"}  # five hops: the rules apply
+    site, result = crawl_site(crawl, chain(6))
+    assert fetched(site) == {"/", "/a", "/b", "/private/c"}  # six: unavailable, no rules
+    assert result.stat("crawlyx/robots/too_many_redirects") == "1"
+
+
+def test_garbage_robots_is_no_rules(crawl):
+    site, _ = crawl_site(crawl, lambda h: h.reply(200, bytes(range(256)) * 50, "text/plain"))
+    assert fetched(site) == {"/", "/a", "/b", "/private/c"}
