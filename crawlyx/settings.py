@@ -87,7 +87,7 @@ TWISTED_DNS_RESOLVER = "crawlyx.ssrf.SSRFResolver"
 
 DOWNLOADER_MIDDLEWARES = {
     # Before robots.txt (a refused host gets no robots.txt request) and HttpProxyMiddleware.
-    "crawlyx.ssrf.SSRFMiddleware": 50,
+    "crawlyx.middlewares.ssrf.SSRFMiddleware": 50,
     "crawlyx.middlewares.robots.RobotsMiddleware": 100,
     # The last before the downloader: after the robots middleware (100), so robots.txt
     # and its Crawl-delay are known; its gate hands a request straight to its slot;

@@ -29,16 +29,15 @@ from twisted.web.client import BrowserLikePolicyForHTTPS
 
 from crawlyx import ssrf
 from crawlyx.errors import classify
+from crawlyx.middlewares.ssrf import SSRFMiddleware, check_configuration
 from crawlyx.ssrf import (
     Guard,
     Policy,
     SSRFBlocked,
     SSRFGuardError,
     SSRFLookupRefused,
-    SSRFMiddleware,
     SSRFResolver,
     blocked_reason,
-    check_configuration,
     numeric_host,
     register_guard,
     start_allowed,
@@ -673,7 +672,7 @@ def test_project_settings_wire_the_guard():
     assert settings["TWISTED_DNS_RESOLVER"] == "crawlyx.ssrf.SSRFResolver"
     assert settings.getbool("CRAWLYX_ALLOW_PRIVATE") is False
     mws = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
-    order = mws["crawlyx.ssrf.SSRFMiddleware"]
+    order = mws["crawlyx.middlewares.ssrf.SSRFMiddleware"]
     assert order < mws["crawlyx.middlewares.robots.RobotsMiddleware"]
     assert order < mws["scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware"]
     check_configuration(settings)
@@ -834,7 +833,7 @@ def test_the_resolver_alone_stops_the_connection(web, crawl):
         f"start=http://127.0.0.1:{web.port}/",
         "sitemap=0",
         settings={
-            "DOWNLOADER_MIDDLEWARES": '{"crawlyx.ssrf.SSRFMiddleware": null}',
+            "DOWNLOADER_MIDDLEWARES": '{"crawlyx.middlewares.ssrf.SSRFMiddleware": null}',
             "CRAWLYX_ROBOTS_ENABLED": "false",
             "LOG_LEVEL": "DEBUG",
         },

@@ -12,7 +12,8 @@ import sys
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.spiderloader import get_spider_loader
 
-from crawlyx.ssrf import SSRFGuardError, check_configuration
+from crawlyx.middlewares.ssrf import check_configuration
+from crawlyx.ssrf import SSRFGuardError
 
 
 class Command(ScrapyCrawl):
