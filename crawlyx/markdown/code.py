@@ -1,0 +1,102 @@
+"""Code blocks: language detection from highlighter class conventions, code noise
+(prompts, line numbers) and inline code spans."""
+
+from __future__ import annotations
+
+import re
+
+from bs4 import Tag
+
+_re_backtick_runs = re.compile(r"`+")
+_re_lang_prefixed = re.compile(r"^(?:language|lang)-(.+)$")
+_re_lang_highlight = re.compile(r"^highlight-(?:source-)?([^-].*)$")
+_re_brush = re.compile(r"(?:^|[\s;])brush\s*:\s*([\w#+.-]+)")
+_re_lang_value = re.compile(r"^[\w#+.-]+$")
+_re_pre_lstrip = re.compile(r"^[ \t\n]*\n")
+_LANG_IGNORE = frozenset({"none", "nohighlight", "no-highlight", "default", "notranslate", ""})
+_CLASS_IGNORE = frozenset({"hljs", "sourcecode", "highlight", "notranslate", "code", "prettyprint"})
+_LINENO_CLASSES = frozenset({"linenos", "gutter", "lineno", "line-numbers", "hljs-ln-numbers"})
+
+# Inside code, marks that are not code: shell and REPL prompts (Pygments ``gp``, Prism's
+# command-line ``prompt``) and line numbers written into the text.
+_CODE_NOISE = (
+    frozenset({"gp", "prompt", "line-number", "line-numbers-rows", "linenumber", "rouge-gutter"})
+    | _LINENO_CLASSES
+)
+
+
+def _is_code_noise(el: Tag) -> bool:
+    return bool(el.get("class")) and not _CODE_NOISE.isdisjoint(_classes(el))
+
+
+def _classes(el: Tag) -> list[str]:
+    value = el.get("class")
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.split()
+    return list(value)
+
+
+def _language_from(el: Tag) -> str:
+    """Code language named by one element's class/data attributes, or ''."""
+    for attr in ("data-lang", "data-language"):
+        value = el.get(attr)
+        if isinstance(value, str) and _re_lang_value.match(value.strip()):
+            return value.strip().lower()
+    classes = _classes(el)
+    if not classes:
+        return ""
+    m = _re_brush.search(" ".join(classes))  # SyntaxHighlighter: class="brush: js; gutter: 0"
+    if m:
+        return m.group(1).lower()
+    for cls in classes:
+        m = _re_lang_prefixed.match(cls) or _re_lang_highlight.match(cls)
+        if m:
+            lang = m.group(1).lower()
+            if lang.startswith("text-"):  # GitHub: highlight-text-html-basic
+                lang = lang[5:].split("-", 1)[0]
+            if lang not in _LANG_IGNORE and _re_lang_value.match(lang):
+                return lang
+    lowered = [c.lower() for c in classes]
+    if "hljs" in lowered or "sourcecode" in lowered:  # highlight.js / pandoc: "hljs python"
+        for cls in lowered:
+            if (
+                cls not in _CLASS_IGNORE
+                and cls not in _LANG_IGNORE
+                and not cls.startswith("hljs-")
+                and _re_lang_value.match(cls)
+            ):
+                return cls
+    return ""
+
+
+def code_language(pre: Tag) -> str:
+    """Language of a <pre> block from the class conventions of common highlighters.
+
+    Looks at the <code> child, the <pre> itself and up to two wrapping <div>s (Sphinx puts
+    ``highlight-python``, GitHub ``highlight-source-python``, Rouge ``language-ruby`` there).
+    """
+    candidates = [c for c in pre.children if isinstance(c, Tag) and c.name == "code"][:1]
+    candidates.append(pre)
+    parent = pre.parent
+    for _ in range(2):
+        if parent is None or parent.name != "div":
+            break
+        # only highlighter wrappers, not any <div class="language-switcher"> around a <pre>
+        if any("highlight" in cls.lower() for cls in _classes(parent)):
+            candidates.append(parent)
+        parent = parent.parent
+    for el in candidates:
+        lang = _language_from(el)
+        if lang:
+            return lang
+    return ""
+
+
+def _inline_code(text: str) -> str:
+    longest = max((len(run) for run in _re_backtick_runs.findall(text)), default=0)
+    delimiter = "`" * (longest + 1)
+    if longest:
+        text = " " + text + " "
+    return delimiter + text + delimiter

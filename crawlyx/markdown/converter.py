@@ -1,0 +1,390 @@
+"""The markdownify converter subclass: traversal, inline and block elements."""
+
+from __future__ import annotations
+
+import re
+import threading
+from urllib.parse import urldefrag, urljoin
+
+from bs4 import BeautifulSoup, Tag
+from bs4.element import PreformattedString
+from markdownify import ATX, STRIP, MarkdownConverter, chomp
+
+from crawlyx.markdown.code import (
+    _inline_code,
+    _is_code_noise,
+    _re_backtick_runs,
+    _re_pre_lstrip,
+    code_language,
+)
+from crawlyx.markdown.parser import _BS4_OPTIONS, _MAX_DEPTH, _flatten_deep
+from crawlyx.markdown.tables import TableMixin
+from crawlyx.markdown.tags import (
+    _BLOCK,
+    _DIV_LIKE,
+    _HEADINGS,
+    _INLINE_CONTEXT,
+    _NOFORMAT,
+    DROP_TAGS,
+    _is_block_outside,
+)
+from crawlyx.markdown.text import (
+    _finish,
+    _join_blocks,
+    _re_all_whitespace,
+    _re_newline_whitespace,
+    _re_whitespace,
+)
+
+# Tag name -> converter method name.  An explicit table instead of markdownify's
+# getattr("convert_" + tag) so that a tag like <soup> or <list> cannot hit a helper method.
+_CONVERTERS = {
+    **{name: "convert_div" for name in _DIV_LIKE},
+    **{name: "convert_heading" for name in _HEADINGS},
+    "[document]": "convert__document_",
+    "a": "convert_a",
+    "b": "convert_b",
+    "strong": "convert_b",
+    "em": "convert_em",
+    "i": "convert_em",
+    "cite": "convert_em",
+    "del": "convert_del",
+    "s": "convert_del",
+    "strike": "convert_del",
+    "code": "convert_code",
+    "kbd": "convert_code",
+    "samp": "convert_code",
+    "tt": "convert_code",
+    "blockquote": "convert_blockquote",
+    "br": "convert_br",
+    "hr": "convert_hr",
+    "p": "convert_p",
+    "pre": "convert_pre",
+    "ul": "convert_list",
+    "ol": "convert_list",
+    "li": "convert_li",
+    "dl": "convert_div",
+    "dt": "convert_dt",
+    "dd": "convert_dd",
+    "img": "convert_img",
+    "q": "convert_q",
+    "figcaption": "convert_figcaption",
+    # table parts only matter for tables nested in a cell (flattened to text)
+    "table": "convert_inline_table_part",
+    "tr": "convert_inline_table_part",
+    "td": "convert_inline_table_part",
+    "th": "convert_inline_table_part",
+}
+
+# "<" that would start a raw HTML tag / comment / declaration in markdown
+_re_tag_like = re.compile(r"<(?=[A-Za-z/!?])")
+_re_url_ws = re.compile(r"[\t\n\r]")
+_re_bad_scheme = re.compile(r"^[\x00-\x20]*(?:javascript|vbscript):", re.IGNORECASE)
+
+
+class _State(threading.local):
+    base_url = ""
+    page_url = ""
+    links = "inline"  # inline | reference | none
+    refs: dict[str, int]
+
+
+class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
+    """markdownify converter tuned for clean, LLM-friendly markdown.
+
+    ATX headings, ``-`` bullets, GFM tables built from a cell grid (colspan/rowspan
+    expanded, first row as header), fenced code with the highlighter's language, links made
+    absolute, images reduced to their alt text, scripts/styles/embeds dropped.
+    """
+
+    class Options(MarkdownConverter.DefaultOptions):
+        bs4_options = _BS4_OPTIONS
+        heading_style = ATX
+        bullets = "-"
+        escape_asterisks = False
+        escape_underscores = False
+        escape_misc = False
+        strip_document = STRIP
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self._state = _State()
+        self._child_tags_cache: dict[tuple[frozenset, str], frozenset] = {}
+
+    # ------------------------------------------------------------------ driving
+    def convert_document(self, html: str, base_url: str, links: str = "inline") -> str:
+        soup = self._parse(html)
+        state = self._state
+        state.links = links
+        state.refs = {}
+        state.page_url = urldefrag(base_url)[0] if base_url else ""
+        state.base_url = base_url
+        base_href = getattr(soup.builder, "base_href", None)
+        if base_href is None:
+            base = soup.find("base", href=True)
+            base_href = base["href"] if base is not None else None
+        if isinstance(base_href, str):
+            try:
+                state.base_url = urljoin(base_url, _re_url_ws.sub("", base_href).strip())
+            except ValueError:
+                pass
+        try:
+            text = self.convert_soup(soup)
+        except RecursionError:
+            _flatten_deep(soup, _MAX_DEPTH)
+            text = self.convert_soup(soup)
+        if state.refs:
+            text += "\n\n" + "\n".join(f"[{n}]: {url}" for url, n in state.refs.items())
+        return _finish(text)
+
+    def _parse(self, html: str) -> BeautifulSoup:
+        options = self.options["bs4_options"]
+        try:
+            return BeautifulSoup(html, **options)
+        except UnicodeError:
+            # lone surrogates (e.g. bytes decoded with surrogateescape) -> U+FFFD
+            clean = html.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            return BeautifulSoup(clean, **options)
+
+    def convert_soup(self, soup):
+        return self.process_tag(soup, parent_tags=frozenset())
+
+    def get_conv_fn(self, tag_name):
+        name = _CONVERTERS.get(tag_name.lower())
+        return getattr(self, name) if name else None
+
+    def _child_tags(self, parent_tags: frozenset, name: str) -> frozenset:
+        key = (parent_tags, name)
+        tags = self._child_tags_cache.get(key)
+        if tags is None:
+            extra = {name}
+            if name in _INLINE_CONTEXT:
+                extra.add("_inline")
+            if name in _NOFORMAT:
+                extra.add("_noformat")
+            tags = parent_tags | extra
+            if len(self._child_tags_cache) > 4096:
+                self._child_tags_cache.clear()
+            self._child_tags_cache[key] = tags
+        return tags
+
+    # ------------------------------------------------------------------ traversal
+    def process_tag(self, node, parent_tags=None, as_name=None):
+        """markdownify's process_tag, minus the per-node ``find_parent('pre')`` walk.
+
+        ``as_name`` renders the node as if it were that tag (used for layout tables).
+        """
+        if parent_tags is None:
+            parent_tags = frozenset()
+        elif not isinstance(parent_tags, frozenset):
+            parent_tags = frozenset(parent_tags)
+        name = as_name or node.name
+        in_pre = "pre" in parent_tags
+
+        if name == "table" and not in_pre and "_inline" not in parent_tags:
+            return self._convert_table(node, parent_tags)
+
+        remove_inside = name in _BLOCK
+        children = []
+        code = in_pre or name == "pre"
+        for el in node.contents:
+            if isinstance(el, Tag):
+                if el.name not in DROP_TAGS and not (code and _is_code_noise(el)):
+                    children.append(el)
+            elif isinstance(el, PreformattedString):
+                continue  # comments, doctypes, processing instructions, CDATA
+            elif el.strip():
+                children.append(el)
+            elif remove_inside and (el.previous_sibling is None or el.next_sibling is None):
+                continue
+            elif _is_block_outside(el.previous_sibling) or _is_block_outside(el.next_sibling):
+                continue
+            else:
+                children.append(el)
+
+        child_tags = self._child_tags(parent_tags, name)
+        strings = []
+        for el in children:
+            if isinstance(el, Tag):
+                s = self.process_tag(el, child_tags)
+            else:
+                s = self.process_text(el, child_tags)
+            if s:
+                strings.append(s)
+
+        if in_pre or name == "pre":
+            text = "".join(strings)
+        else:
+            text = _join_blocks(strings)
+
+        if in_pre:
+            # verbatim code: only line structure matters
+            if name == "br":
+                return "\n"
+            if name == "img":
+                return self.convert_img(node, text, parent_tags)
+            if name in _BLOCK and text and not text.endswith("\n"):
+                return text + "\n"
+            return text
+
+        convert_fn = self.get_conv_fn_cached(name)
+        if convert_fn is not None:
+            text = convert_fn(node, text, parent_tags=parent_tags)
+        return text
+
+    def process_text(self, el, parent_tags=None):
+        text = str(el)
+        if parent_tags is None:
+            parent_tags = frozenset()
+        if "pre" in parent_tags:
+            return text
+        if "\xa0" in text:
+            text = text.replace("\xa0", " ")
+        text = _re_newline_whitespace.sub("\n", text)
+        text = _re_whitespace.sub(" ", text)
+        if "_noformat" not in parent_tags:
+            text = self.escape(text, parent_tags)
+        prev = el.previous_sibling
+        nxt = el.next_sibling
+        parent_block = el.parent is not None and el.parent.name in _BLOCK
+        if (
+            _is_block_outside(prev)
+            or (parent_block and prev is None)
+            or (isinstance(prev, Tag) and prev.name == "br")
+        ):
+            text = text.lstrip(" \t\r\n")
+        if _is_block_outside(nxt) or (parent_block and nxt is None):
+            text = text.rstrip()
+        return text
+
+    def escape(self, text, parent_tags):
+        text = super().escape(text, parent_tags)
+        if "<" in text:
+            text = _re_tag_like.sub(r"\\<", text)
+        return text
+
+    # ------------------------------------------------------------------ inline
+    def convert_a(self, el, text, parent_tags):
+        if "_noformat" in parent_tags:
+            return text
+        prefix = " " if text[:1].isspace() else ""
+        suffix = " " if text[-1:].isspace() else ""
+        text = _re_all_whitespace.sub(" ", text).strip()
+        if not text:
+            return prefix or suffix
+        mode = self._state.links
+        url = self._link_target(el.get("href")) if mode != "none" else ""
+        if not url:
+            return prefix + text + suffix
+        if text == url:
+            return prefix + url + suffix  # GFM autolink, no need to repeat the URL
+        if mode == "reference":
+            refs = self._state.refs
+            n = refs.setdefault(url, len(refs) + 1)
+            return f"{prefix}[{text}][{n}]{suffix}"
+        return f"{prefix}[{text}]({url}){suffix}"
+
+    def _link_target(self, href) -> str:
+        """Absolute URL for an href, or '' when the link should become plain text."""
+        if not isinstance(href, str):
+            return ""
+        href = _re_url_ws.sub("", href).strip()
+        if not href or href.startswith("#") or _re_bad_scheme.match(href):
+            return ""
+        state = self._state
+        try:
+            url = urljoin(state.base_url, href)
+        except ValueError:  # e.g. malformed IPv6 host
+            return ""
+        if "#" in url and state.page_url:
+            page, _fragment = urldefrag(url)
+            if page == state.page_url:
+                return ""  # in-page anchor
+        url = url.replace(" ", "%20").replace("<", "%3C").replace(">", "%3E")
+        if url.count("(") != url.count(")"):
+            url = url.replace("(", "%28").replace(")", "%29")
+        return url
+
+    def convert_img(self, el, text, parent_tags):
+        alt = el.get("alt")
+        if not isinstance(alt, str):
+            return ""
+        alt = _re_all_whitespace.sub(" ", alt).strip()
+        if alt and "_noformat" not in parent_tags:
+            alt = self.escape(alt, parent_tags)
+        return alt
+
+    def convert_br(self, el, text, parent_tags):
+        if "_inline" in parent_tags:
+            return " "
+        return "\n"
+
+    def convert_code(self, el, text, parent_tags):
+        if "_noformat" in parent_tags:
+            return text
+        prefix, suffix, text = chomp(text)
+        if not text:
+            return ""
+        return prefix + _inline_code(text) + suffix
+
+    def convert_q(self, el, text, parent_tags):
+        return '"' + text + '"' if text else ""
+
+    # ------------------------------------------------------------------ blocks
+    def convert_div(self, el, text, parent_tags):
+        if "_inline" in parent_tags:
+            return " " + text.strip() + " "
+        text = text.strip()
+        return "\n\n" + text + "\n\n" if text else ""
+
+    def convert_heading(self, el, text, parent_tags):
+        text = _re_all_whitespace.sub(" ", text).strip()
+        if not text:
+            return ""
+        if "_inline" in parent_tags:
+            return " " + text + " "
+        level = int(el.name[1])
+        return "\n\n" + "#" * level + " " + text + "\n\n"
+
+    def convert_hr(self, el, text, parent_tags):
+        if "_inline" in parent_tags:
+            return " "
+        return "\n\n---\n\n"
+
+    def convert_li(self, el, text, parent_tags):
+        text = (text or "").strip()
+        if not text:
+            return "\n"
+        parent = el.parent
+        if parent is not None and parent.name == "ol":
+            start = parent.get("start")
+            try:
+                number = int(start.strip()) if isinstance(start, str) else 1
+            except ValueError:
+                number = 1
+            for sibling in el.previous_siblings:
+                if isinstance(sibling, Tag) and sibling.name == "li":
+                    number += 1
+            bullet = f"{number}. "
+        else:
+            bullet = self.options["bullets"][0] + " "
+        indent = " " * len(bullet)
+        first, *rest = text.split("\n")
+        return bullet + "\n".join([first] + [indent + ln if ln else "" for ln in rest]) + "\n"
+
+    def convert_pre(self, el, text, parent_tags):
+        if "_inline" in parent_tags:
+            text = _re_all_whitespace.sub(" ", text).strip()
+            return " " + _inline_code(text) + " " if text else ""
+        text = _re_pre_lstrip.sub("", text).rstrip()
+        if not text:
+            return ""
+        longest = max((len(run) for run in _re_backtick_runs.findall(text)), default=0)
+        fence = "`" * max(3, longest + 1)
+        return f"\n\n{fence}{code_language(el)}\n{text}\n{fence}\n\n"
+
+    def convert_figcaption(self, el, text, parent_tags):
+        if "_inline" in parent_tags:
+            return " " + text.strip() + " "
+        text = text.strip()
+        return "\n\n" + text + "\n\n" if text else ""
