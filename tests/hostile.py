@@ -8,8 +8,10 @@ import zlib
 from collections import Counter
 from datetime import UTC, datetime
 from functools import cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from tests.site import QuietHandler
 
 
 @cache
@@ -66,20 +68,11 @@ class HostileSite:
     def _handler(self):
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def send(self, status, body: bytes, ctype="text/html; charset=utf-8", **headers):
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in headers.items():
-                    self.send_header(name.replace("_", "-"), value)
-                self.end_headers()
-                self.wfile.write(body)
+                self.reply(
+                    status, body, ctype, {k.replace("_", "-"): v for k, v in headers.items()}
+                )
 
             def do_GET(self):  # noqa: N802
                 parts = urlsplit(self.path)

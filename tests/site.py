@@ -28,6 +28,25 @@ PAGE = """<!doctype html>
 """
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """The fixture servers' request handler: HTTP/1.1, no log lines, one way to answer."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body=b"", ctype="text/html; charset=utf-8", headers=None):
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
 class Site:
     """Pages by id: (path, query) -> id, and id -> (status, headers, body)."""
 
@@ -107,9 +126,7 @@ class Site:
     def handler(self):
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 host = self.headers.get("Host", "")
                 parts = urlsplit(self.path)
@@ -121,20 +138,11 @@ class Site:
                 if site.latency and rid.startswith("/gen/"):
                     time.sleep(site.latency)
                 status, ctype, body = site.respond(host, rid)
-                data = body.encode()
-                self.send_response(status)
-                if isinstance(ctype, dict):
-                    for name, value in ctype.items():
-                        self.send_header(name, value)
-                else:
-                    self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("ETag", f'"{hash(rid) & 0xFFFF:x}"')
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
+                headers = {"ETag": f'"{hash(rid) & 0xFFFF:x}"'}
+                if isinstance(ctype, dict):  # a redirect: its headers
+                    headers.update(ctype)
+                    ctype = "text/html"
+                self.reply(status, body, ctype, headers)
 
         return Handler
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from tests.site import Server
+from tests.site import QuietHandler, Server
 
 
 class RobotsSite:
@@ -21,21 +20,7 @@ class RobotsSite:
         self.counts: Counter[str] = Counter()
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def reply(self, status, body=b"", ctype="text/html", **headers):
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 site.counts[self.path] += 1
                 if self.path.startswith("/robots"):
@@ -118,7 +103,7 @@ def test_redirects_followed_up_to_five(crawl):
         def robots(handler):
             n = int(handler.path.removeprefix("/robots.txt").lstrip("?") or 0)
             if n < hops:
-                return handler.reply(301, Location=f"/robots.txt?{n + 1}")
+                return handler.reply(301, headers={"Location": f"/robots.txt?{n + 1}"})
             return handler.reply(200, b"User-agent: *\nDisallow: /a\n", "text/plain")
 
         return robots

@@ -12,7 +12,7 @@ import asyncio
 import socket
 import subprocess
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from ipaddress import ip_address, ip_network
 
 import pytest
@@ -43,6 +43,7 @@ from crawlyx.ssrf import (
     start_allowed,
 )
 from tests.conftest import crawl_command, crawl_env, read_items
+from tests.site import QuietHandler
 
 
 @pytest.fixture(autouse=True)
@@ -697,22 +698,12 @@ class Server:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 with server.lock:
                     server.paths.append(self.path)
                 status, headers, body = server.routes.get(self.path, (404, {}, "not found"))
-                data = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
+                self.reply(status, body, headers=headers)
 
         self.httpd = ThreadingHTTPServer((host, 0), Handler)
         self.httpd.daemon_threads = True

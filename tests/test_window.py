@@ -7,7 +7,6 @@ import asyncio
 import threading
 import time
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +14,7 @@ from scrapy.settings import Settings
 
 from crawlyx.middlewares.robots import Robots
 from crawlyx.middlewares.window import Window, WindowMiddleware, parse_retry_after
+from tests.site import QuietHandler, Server
 
 # -- the arithmetic ----------------------------------------------------------------------
 
@@ -184,13 +184,6 @@ def page(links=()) -> str:
     )
 
 
-class Server(ThreadingHTTPServer):
-    # The default listen backlog (5) drops connections in a burst, and the client's
-    # SYN retry comes a second later: that would time requests, not the crawler.
-    request_queue_size = 128
-    daemon_threads = True
-
-
 class Hostile:
     """A loopback server whose answers come from ``respond(path, hit)``, which returns
     (status, headers, body, seconds to wait before answering). It records every
@@ -212,9 +205,7 @@ class Hostile:
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 arrived = time.monotonic()
                 path = self.path
@@ -226,22 +217,12 @@ class Hostile:
                     status, headers, body, wait = server.respond(path, hit)
                     if wait:
                         time.sleep(wait)
-                    data = body.encode()
-                    self.send_response(status)
-                    self.send_header("Content-Type", "text/html; charset=utf-8")
-                    for name, value in headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    self.reply(status, body, headers=headers)
                     self.wfile.flush()
                 finally:
                     with server.lock:
                         server.inflight -= 1
                         server.log.append((arrived, path, status))
-
-            def log_message(self, *args):
-                pass
 
         return Handler
 
