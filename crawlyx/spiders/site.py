@@ -120,6 +120,14 @@ class SiteSpider(Spider):
         scope = self._scope()
         return scope is not None and url.startswith(scope + "/")
 
+    def _scoped(self, url: str) -> str | None:
+        """``url`` normalized, if it is a URL on the crawl's origin; None otherwise."""
+        try:
+            url = normalize_url(url)
+        except ValueError:
+            return None
+        return url if self.in_scope(url) else None
+
     def allowed(self, url: str) -> bool:
         """Allowed by allow/deny (regexes on the normalized URL)."""
         if self.args.allow is not None and not self.args.allow.search(url):
@@ -312,7 +320,7 @@ class SiteSpider(Spider):
 
     def _sitemap_seeds(self, origin):
         robots = cached_robots(crawl_state(self.crawler), origin)
-        urls = [url for url in (robots.sitemaps if robots else []) if _same_origin(url, origin)]
+        urls = [url for url in (robots.sitemaps if robots else []) if self._scoped(url)]
         urls.append(origin + "/sitemap.xml")
         for url in urls:
             yield self._sitemap_request(url)
@@ -337,11 +345,8 @@ class SiteSpider(Spider):
             return
         for entry in sitemap:
             loc = entry.get("loc", "").strip()
-            try:
-                url = normalize_url(loc)
-            except ValueError:
-                continue
-            if not self.in_scope(url):
+            url = self._scoped(loc)
+            if url is None:
                 continue
             if sitemap.type == "sitemapindex":
                 yield self._sitemap_request(loc)
@@ -389,10 +394,3 @@ def _render_failure(failure, request) -> bool:
     if failure.check(HttpError):
         return render.HTTP_PAGE_META in request.meta
     return not failure.check(IgnoreRequest, CrawlyxIgnore)
-
-
-def _same_origin(url: str, origin: str) -> bool:
-    try:
-        return url_origin(normalize_url(url)) == origin
-    except ValueError:
-        return False
