@@ -24,7 +24,8 @@ import re
 
 from lxml import etree
 
-from crawlyx.markdown import html_to_markdown
+from crawlyx.markdown import element_to_markdown, html_to_markdown
+from crawlyx.markdown.tree import parse
 
 NEVER_CONTENT = (
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object",
@@ -71,10 +72,6 @@ _CONTAINERS = frozenset(
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
-
-
-# Plain lxml elements: lxml.html's element classes cost a lookup per element touched.
-_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
 
 
 def _text(el) -> str:
@@ -287,15 +284,7 @@ def _ensure_title(root, title: str | None):
 
 def parse_document(page: str | bytes):
     """The page as an lxml document, or None when it has no body to speak of."""
-    try:
-        doc = etree.fromstring(page, _PARSER) if page else None
-    except ValueError:
-        if not isinstance(page, str):
-            return None
-        # A str with an XML encoding declaration: lxml wants bytes for that.
-        return parse_document(page.encode("utf-8", "replace"))
-    except etree.ParserError:
-        return None
+    doc = parse(page)
     return doc if doc is not None and doc.find("body") is not None else None
 
 
@@ -310,10 +299,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     root = _container(body)
     _drop_link_lists(root)
     root = _ensure_title(root, title)
-    fragment = etree.tostring(root, method="html", encoding="unicode", with_tail=False)
-    if base is not None:
-        fragment = etree.tostring(base, method="html", encoding="unicode") + fragment
-    return html_to_markdown(fragment, url, links)
+    return element_to_markdown(root, url, links, base.get("href") if base is not None else None)
 
 
 def page_markdown(

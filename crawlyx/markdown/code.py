@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 
-from bs4 import Tag
-
 _re_backtick_runs = re.compile(r"`+")
 _re_lang_prefixed = re.compile(r"^(?:language|lang)-(.+)$")
 _re_lang_highlight = re.compile(r"^highlight-(?:source-)?([^-].*)$")
@@ -25,11 +23,11 @@ _CODE_NOISE = (
 )
 
 
-def _is_code_noise(el: Tag) -> bool:
+def _is_code_noise(el) -> bool:
     return bool(el.get("class")) and not _CODE_NOISE.isdisjoint(_classes(el))
 
 
-def _classes(el: Tag) -> list[str]:
+def _classes(el) -> list[str]:
     value = el.get("class")
     if value is None:
         return []
@@ -38,7 +36,7 @@ def _classes(el: Tag) -> list[str]:
     return list(value)
 
 
-def _language_from(el: Tag) -> str:
+def _language_from(el) -> str:
     """Code language named by one element's class/data attributes, or ''."""
     for attr in ("data-lang", "data-language"):
         value = el.get(attr)
@@ -71,13 +69,13 @@ def _language_from(el: Tag) -> str:
     return ""
 
 
-def code_language(pre: Tag) -> str:
+def code_language(pre) -> str:
     """Language of a <pre> block from the class conventions of common highlighters.
 
     Looks at the <code> child, the <pre> itself and up to two wrapping <div>s (Sphinx puts
     ``highlight-python``, GitHub ``highlight-source-python``, Rouge ``language-ruby`` there).
     """
-    candidates = [c for c in pre.children if isinstance(c, Tag) and c.name == "code"][:1]
+    candidates = pre.elements("code")[:1]
     candidates.append(pre)
     parent = pre.parent
     for _ in range(2):

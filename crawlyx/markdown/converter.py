@@ -6,8 +6,6 @@ import re
 import threading
 from urllib.parse import urldefrag, urljoin
 
-from bs4 import BeautifulSoup, Tag
-from bs4.element import PreformattedString
 from markdownify import ATX, STRIP, MarkdownConverter, chomp
 
 from crawlyx.markdown.code import (
@@ -17,7 +15,6 @@ from crawlyx.markdown.code import (
     _re_pre_lstrip,
     code_language,
 )
-from crawlyx.markdown.parser import _BS4_OPTIONS, _MAX_DEPTH, _flatten_deep
 from crawlyx.markdown.tables import TableMixin
 from crawlyx.markdown.tags import (
     _BLOCK,
@@ -25,7 +22,6 @@ from crawlyx.markdown.tags import (
     _HEADINGS,
     _INLINE_CONTEXT,
     _NOFORMAT,
-    DROP_TAGS,
     _is_block_outside,
 )
 from crawlyx.markdown.text import (
@@ -35,6 +31,7 @@ from crawlyx.markdown.text import (
     _re_newline_whitespace,
     _re_whitespace,
 )
+from crawlyx.markdown.tree import MAX_DEPTH, Element, build
 
 # Tag name -> converter method name.  An explicit table instead of markdownify's
 # getattr("convert_" + tag) so that a tag like <soup> or <list> cannot hit a helper method.
@@ -98,7 +95,6 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
     """
 
     class Options(MarkdownConverter.DefaultOptions):
-        bs4_options = _BS4_OPTIONS
         heading_style = ATX
         bullets = "-"
         escape_asterisks = False
@@ -112,42 +108,26 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         self._child_tags_cache: dict[tuple[frozenset, str], frozenset] = {}
 
     # ------------------------------------------------------------------ driving
-    def convert_document(self, html: str, base_url: str, links: str = "inline") -> str:
-        soup = self._parse(html)
+    def convert_element(self, root, base_url: str, links: str = "inline", base_href=None) -> str:
+        """Markdown of lxml element ``root``; links resolve against ``base_href`` (the
+        document's ``<base href>``, itself relative to ``base_url``) or ``base_url``."""
         state = self._state
         state.links = links
         state.refs = {}
         state.page_url = urldefrag(base_url)[0] if base_url else ""
         state.base_url = base_url
-        base_href = getattr(soup.builder, "base_href", None)
-        if base_href is None:
-            base = soup.find("base", href=True)
-            base_href = base["href"] if base is not None else None
         if isinstance(base_href, str):
             try:
                 state.base_url = urljoin(base_url, _re_url_ws.sub("", base_href).strip())
             except ValueError:
                 pass
         try:
-            text = self.convert_soup(soup)
+            text = self.process_tag(build(root), frozenset())
         except RecursionError:
-            _flatten_deep(soup, _MAX_DEPTH)
-            text = self.convert_soup(soup)
+            text = self.process_tag(build(root, MAX_DEPTH), frozenset())
         if state.refs:
             text += "\n\n" + "\n".join(f"[{n}]: {url}" for url, n in state.refs.items())
         return _finish(text)
-
-    def _parse(self, html: str) -> BeautifulSoup:
-        options = self.options["bs4_options"]
-        try:
-            return BeautifulSoup(html, **options)
-        except UnicodeError:
-            # lone surrogates (e.g. bytes decoded with surrogateescape) -> U+FFFD
-            clean = html.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-            return BeautifulSoup(clean, **options)
-
-    def convert_soup(self, soup):
-        return self.process_tag(soup, parent_tags=frozenset())
 
     def get_conv_fn(self, tag_name):
         name = _CONVERTERS.get(tag_name.lower())
@@ -169,15 +149,12 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         return tags
 
     # ------------------------------------------------------------------ traversal
-    def process_tag(self, node, parent_tags=None, as_name=None):
-        """markdownify's process_tag, minus the per-node ``find_parent('pre')`` walk.
+    def process_tag(self, node: Element, parent_tags: frozenset, as_name=None) -> str:
+        """markdownify's process_tag on a :mod:`~crawlyx.markdown.tree` element, with the
+        ancestors' names passed down (no ``find_parent('pre')`` walk per node).
 
         ``as_name`` renders the node as if it were that tag (used for layout tables).
         """
-        if parent_tags is None:
-            parent_tags = frozenset()
-        elif not isinstance(parent_tags, frozenset):
-            parent_tags = frozenset(parent_tags)
         name = as_name or node.name
         in_pre = "pre" in parent_tags
 
@@ -185,30 +162,27 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             return self._convert_table(node, parent_tags)
 
         remove_inside = name in _BLOCK
-        children = []
+        parent_block = node.name in _BLOCK
         code = in_pre or name == "pre"
-        for el in node.contents:
-            if isinstance(el, Tag):
-                if el.name not in DROP_TAGS and not (code and _is_code_noise(el)):
-                    children.append(el)
-            elif isinstance(el, PreformattedString):
-                continue  # comments, doctypes, processing instructions, CDATA
-            elif el.strip():
-                children.append(el)
-            elif remove_inside and (el.previous_sibling is None or el.next_sibling is None):
-                continue
-            elif _is_block_outside(el.previous_sibling) or _is_block_outside(el.next_sibling):
-                continue
-            else:
-                children.append(el)
-
         child_tags = self._child_tags(parent_tags, name)
+        contents = node.contents
+        last = len(contents) - 1
         strings = []
-        for el in children:
-            if isinstance(el, Tag):
+        for i, el in enumerate(contents):
+            if type(el) is Element:
+                if code and _is_code_noise(el):
+                    continue
                 s = self.process_tag(el, child_tags)
             else:
-                s = self.process_text(el, child_tags)
+                prev = contents[i - 1] if i else None
+                nxt = contents[i + 1] if i < last else None
+                if not el.strip() and (
+                    (remove_inside and (prev is None or nxt is None))
+                    or _is_block_outside(prev)
+                    or _is_block_outside(nxt)
+                ):
+                    continue
+                s = self.process_text(el, child_tags, prev, nxt, parent_block)
             if s:
                 strings.append(s)
 
@@ -232,25 +206,23 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             text = convert_fn(node, text, parent_tags=parent_tags)
         return text
 
-    def process_text(self, el, parent_tags=None):
-        text = str(el)
-        if parent_tags is None:
-            parent_tags = frozenset()
+    def process_text(self, text, parent_tags, prev=None, nxt=None, parent_block=False):
+        """A text node between ``prev`` and ``nxt`` (siblings, None at either end) in an
+        element that is a block or not."""
         if "pre" in parent_tags:
             return text
         if "\xa0" in text:
             text = text.replace("\xa0", " ")
-        text = _re_newline_whitespace.sub("\n", text)
-        text = _re_whitespace.sub(" ", text)
+        if "\n" in text or "\r" in text:
+            text = _re_newline_whitespace.sub("\n", text)
+        if "\t" in text or "  " in text:
+            text = _re_whitespace.sub(" ", text)
         if "_noformat" not in parent_tags:
             text = self.escape(text, parent_tags)
-        prev = el.previous_sibling
-        nxt = el.next_sibling
-        parent_block = el.parent is not None and el.parent.name in _BLOCK
         if (
             _is_block_outside(prev)
             or (parent_block and prev is None)
-            or (isinstance(prev, Tag) and prev.name == "br")
+            or (type(prev) is Element and prev.name == "br")
         ):
             text = text.lstrip(" \t\r\n")
         if _is_block_outside(nxt) or (parent_block and nxt is None):
@@ -351,6 +323,18 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             return " "
         return "\n\n---\n\n"
 
+    def convert_list(self, el, text, parent_tags):
+        if "li" in parent_tags:
+            return "\n" + text.rstrip()  # nested: no trailing newline
+        # A list followed by a paragraph (or bare text) ends with a blank line.
+        siblings = el.parent.contents
+        for sibling in siblings[siblings.index(el) + 1 :]:
+            if type(sibling) is Element:
+                return "\n\n" + text + ("" if sibling.name in ("ul", "ol") else "\n")
+            if sibling.strip():
+                return "\n\n" + text + "\n"
+        return "\n\n" + text
+
     def convert_li(self, el, text, parent_tags):
         text = (text or "").strip()
         if not text:
@@ -362,8 +346,10 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
                 number = int(start.strip()) if isinstance(start, str) else 1
             except ValueError:
                 number = 1
-            for sibling in el.previous_siblings:
-                if isinstance(sibling, Tag) and sibling.name == "li":
+            for sibling in parent.contents:
+                if sibling is el:
+                    break
+                if type(sibling) is Element and sibling.name == "li":
                     number += 1
             bullet = f"{number}. "
         else:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from bs4 import Tag
-
 from crawlyx.markdown.code import _LINENO_CLASSES, _classes
 from crawlyx.markdown.text import _join_blocks, _re_all_whitespace
+from crawlyx.markdown.tree import Element
 
 _MAX_SPAN = 1000  # HTML caps colspan at 1000
 
 
-def _span(cell: Tag, attr: str, default: int = 1) -> int:
+def _span(cell: Element, attr: str, default: int = 1) -> int:
     value = cell.get(attr)
     if isinstance(value, str):
         value = value.strip()
@@ -26,16 +25,13 @@ class TableMixin:
         """Tables nested in a cell (or a link) are flattened to text."""
         return " " + text + " "
 
-    def _convert_table(self, table: Tag, parent_tags: frozenset) -> str:
+    def _convert_table(self, table: Element, parent_tags: frozenset) -> str:
         rows = _table_rows(table)
-        caption = table.find("caption", recursive=False)
         caption_text = ""
-        if caption is not None:
+        for caption in table.elements("caption")[:1]:
             caption_text = self.process_tag(caption, parent_tags, as_name="div").strip()
 
-        cells_per_row = [
-            [c for c in tr.children if isinstance(c, Tag) and c.name in ("td", "th")] for tr in rows
-        ]
+        cells_per_row = [tr.elements("td", "th") for tr in rows]
         n_cells = sum(map(len, cells_per_row))
         if n_cells <= 1 or any(
             _LINENO_CLASSES.intersection(_classes(cell))
@@ -88,7 +84,7 @@ class TableMixin:
             body = caption_text + "\n\n" + body
         return "\n\n" + body + "\n\n"
 
-    def _cell_text(self, cell: Tag, row_tags: frozenset) -> str:
+    def _cell_text(self, cell: Element, row_tags: frozenset) -> str:
         text = self.process_tag(cell, row_tags)
         text = _re_all_whitespace.sub(" ", text).strip()
         return text.replace("|", "\\|")
@@ -108,13 +104,11 @@ class TableMixin:
         return "\n\n" + text + "\n\n" if text else ""
 
 
-def _table_rows(table: Tag) -> list[Tag]:
+def _table_rows(table: Element) -> list[Element]:
     rows = []
-    for child in table.children:
-        if not isinstance(child, Tag):
-            continue
+    for child in table.elements("tr", "thead", "tbody", "tfoot"):
         if child.name == "tr":
             rows.append(child)
-        elif child.name in ("thead", "tbody", "tfoot"):
-            rows.extend(c for c in child.children if isinstance(c, Tag) and c.name == "tr")
+        else:
+            rows.extend(child.elements("tr"))
     return rows

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from bs4 import Tag
-
 # Elements dropped together with their content.  <embed> is void in HTML5 and has no
 # content of its own, but libxml2 (2.14) does not know it is void and nests the following
 # siblings inside it, so it is left transparent (it produces no text itself) rather than
@@ -86,4 +84,5 @@ _INLINE_CONTEXT = _HEADINGS | {"td", "th", "a"}
 
 
 def _is_block_outside(el) -> bool:
-    return isinstance(el, Tag) and el.name in _BLOCK_OUTSIDE
+    """``el`` (a tree node or None) is an element whitespace next to is insignificant."""
+    return el is not None and type(el) is not str and el.name in _BLOCK_OUTSIDE
