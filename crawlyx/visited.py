@@ -44,20 +44,24 @@ end
 return 0
 """
 
-# KEYS: visited, queue, leases. ARGV: owner. Pops the next message whose fingerprint
-# is not done yet and leases it to the owner.
+# KEYS: visited, queue, leases. ARGV: owner, n. Pops up to n messages whose fingerprint
+# is not done yet and leases them to the owner.
 _POP = """
-while true do
+local out = {}
+local n = tonumber(ARGV[2])
+while #out < n do
   local m = redis.call('RPOP', KEYS[2])
-  if not m then return false end
+  if not m then break end
   local fp = string.sub(m, 1, 40)
-  if fp == string.rep('-', 40) then return m end
-  if redis.call('HGET', KEYS[1], fp) ~= 'd' then
+  if fp == string.rep('-', 40) then
+    out[#out + 1] = m
+  elseif redis.call('HGET', KEYS[1], fp) ~= 'd' then
     redis.call('HSET', KEYS[1], fp, 'l')
     redis.call('HSET', KEYS[3], fp, ARGV[1] .. '|' .. string.sub(m, 41))
-    return m
+    out[#out + 1] = m
   end
 end
+return out
 """
 
 # KEYS: visited, leases. ARGV: fp.
@@ -157,13 +161,19 @@ class VisitedTable:
 
     def pop(self) -> tuple[str | None, bytes] | None:
         """The next request to fetch, leased to this process: (fp or None, payload)."""
-        message = self._pop(
-            keys=[self.visited_key, self.queue_key, self.leases_key], args=[self.owner]
+        popped = self.pop_many(1)
+        return popped[0] if popped else None
+
+    def pop_many(self, n: int) -> list[tuple[str | None, bytes]]:
+        """Up to ``n`` requests to fetch, in queue order, leased to this process."""
+        messages = self._pop(
+            keys=[self.visited_key, self.queue_key, self.leases_key], args=[self.owner, n]
         )
-        if message is None:
-            return None
-        fp = message[:FP_LEN]
-        return (None if fp == NO_FP else fp.decode()), message[FP_LEN:]
+        popped = []
+        for message in messages:
+            fp = message[:FP_LEN]
+            popped.append(((None if fp == NO_FP else fp.decode()), message[FP_LEN:]))
+        return popped
 
     def done(self, fp: str) -> bool:
         """leased -> done. True if this call released a lease."""
@@ -180,6 +190,17 @@ class VisitedTable:
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
             self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
+
+    def give_back(self, popped: list[tuple[str | None, bytes]]) -> None:
+        """Put popped, unstarted requests back at the front of the queue, in order."""
+        pipe = self.redis.pipeline(transaction=False)
+        keys = [self.visited_key, self.queue_key, self.leases_key]
+        for fp, payload in reversed(popped):
+            if fp is None:
+                pipe.rpush(self.queue_key, NO_FP + payload)
+            else:
+                self._unlease(keys=keys, args=[fp], client=pipe)
+        pipe.execute()
 
     # -- liveness and termination -----------------------------------------------
 

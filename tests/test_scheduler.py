@@ -107,3 +107,41 @@ def test_idle_process_releases_its_lost_leases(scheduler):
     scheduler.next_request()  # leased, then never reported back
     assert scheduler.has_pending_requests() is False
     assert scheduler.stats.get_value("crawlyx/frontier/lost_leases") == 1
+
+
+@pytest.mark.parametrize(
+    "callbacks",
+    [
+        lambda spider: {"callback": spider.parse, "errback": spider.on_error},
+        lambda spider: {"callback": spider.parse_sitemap},
+        lambda spider: {},
+        lambda spider: {"callback": spider.parse, "errback": _not_a_spider_method},
+    ],
+)
+def test_requests_serialize_as_scrapy_does(scheduler, callbacks):
+    spider = scheduler.spider
+    request = Request(
+        "http://127.0.0.1:9/p?b=2", meta={"depth": 3}, priority=2, **callbacks(spider)
+    )
+    if request.errback is _not_a_spider_method:
+        with pytest.raises(ValueError):
+            scheduler._request_dict(request)
+        return
+    assert scheduler._request_dict(request) == request.to_dict(spider=spider)
+
+
+def _not_a_spider_method(failure):
+    pass
+
+
+def test_unstarted_popped_requests_go_back_to_the_queue_on_close(scheduler):
+    spider = scheduler.spider
+    for n in range(3):
+        scheduler.enqueue_request(Request(f"http://127.0.0.1:9/n{n}", spider.parse))
+    first = scheduler.next_request()
+    assert first.url.endswith("/n0")
+    assert len(scheduler) == 2  # popped ahead, still counted
+    scheduler.close("shutdown")
+    table = scheduler.visited
+    assert table.leased() == 1  # only the started one
+    assert [fp is not None for fp, _ in table.pop_many(5)] == [True, True]

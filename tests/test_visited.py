@@ -134,3 +134,19 @@ def test_local_cache_is_bounded(state):
     assert table.known(fp(24)) is True
     assert table.known(fp(0)) is False  # evicted: Redis decides again
     assert len(table._offered) == 10
+
+
+def test_pop_many_leases_in_queue_order_and_give_back_restores_it(state):
+    table = VisitedTable(state)
+    for n in (1, 2, 3):
+        table.claim(fp(n), f"p{n}".encode())
+    table.push(None, b"free")
+    popped = table.pop_many(3)
+    assert popped == [(fp(1), b"p1"), (fp(2), b"p2"), (fp(3), b"p3")]
+    assert table.leased() == 3
+    table.give_back(popped[1:])
+    assert table.leased() == 1
+    assert table.pop_many(10) == [(fp(2), b"p2"), (fp(3), b"p3"), (None, b"free")]
+    table.give_back([(None, b"free")])
+    assert table.pop() == (None, b"free")
+    assert table.pop_many(5) == []

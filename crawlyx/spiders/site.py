@@ -25,6 +25,7 @@ from crawlyx.items import PageItem
 from crawlyx.middlewares.robots import cached_robots
 from crawlyx.normalize import normalize_url, url_origin
 from crawlyx.optout import OptOut
+from crawlyx.quota import PageQuota
 from crawlyx.state import crawl_state
 from crawlyx.traps import TrapRules
 from crawlyx.visited import LEASE_META, visited_table
@@ -45,6 +46,7 @@ class SiteSpider(Spider):
         self.closing = False
         self.render_mode = self.args.render  # as run: "never" when auto finds no browser
         self.browser_meta: dict = {}
+        self.quota: PageQuota | None = None
 
     @classmethod
     def check_arguments(cls, arguments: dict) -> None:
@@ -71,11 +73,16 @@ class SiteSpider(Spider):
         spider.errors = ErrorLog(crawler, spider.args.errors, append=not spider.ephemeral)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
+        crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)
         return spider
 
     def idle(self):
         if self.closing:
             raise CloseSpider("max_pages")
+
+    def closed_quota(self):
+        if self.quota is not None:
+            self.quota.release()
 
     @property
     def visited(self):
@@ -189,7 +196,10 @@ class SiteSpider(Spider):
         if self.args.max_pages is None:
             yield self._item(url, depth, referrer, page, facts, kind)
             return
-        fits, full = self._page_quota()
+        if self.quota is None:
+            client = crawl_state(self.crawler).client
+            self.quota = PageQuota(client, self._meta_key, self.args.max_pages)
+        fits, full = self.quota.take()
         if fits:
             yield self._item(url, depth, referrer, page, facts, kind)
         else:
@@ -219,11 +229,6 @@ class SiteSpider(Spider):
                 continue
             yield self._request(raw, depth=depth, referrer=referrer)
         self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
-
-    def _page_quota(self) -> tuple[bool, bool]:
-        """Counts a page against max_pages for the whole job: (it fits, the crawl is full)."""
-        count = crawl_state(self.crawler).client.hincrby(self._meta_key, "pages", 1)
-        return count <= self.args.max_pages, count >= self.args.max_pages
 
     def _item(self, url, depth, referrer, page: dict, facts: dict, kind: str) -> PageItem:
         return PageItem(
