@@ -106,6 +106,8 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it
     "scrapy.extensions.telnet.TelnetConsole": None,
+    # Off (REMOTE_CONTROL_ENABLED below); not even loaded: it imports aiohttp's web server.
+    "scrapy.extensions.remote_control.RemoteControl": None,
     "crawlyx.extensions.progress.Progress": 500,
     "crawlyx.extensions.breadth.Breadth": 510,
 }
