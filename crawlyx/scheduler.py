@@ -13,6 +13,8 @@ frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
   reactor);
 - requests are popped a few at a time (one Redis round trip for :attr:`POP_BATCH`
   requests); the ones not started yet go back to the front of the queue on close;
+- claims are sent with the process's next round trip to Redis rather than one each:
+  the links a page yields go in the same round trip as its lease's release;
 - stats are counted without the deprecated ``spider=`` argument.
 """
 
@@ -73,6 +75,7 @@ class Scheduler(RedisScheduler):
         if self._heartbeat is not None and self._heartbeat.running:
             self._heartbeat.stop()
         if self.visited is not None:
+            self.visited.sync()  # claims not sent yet
             if self._popped:
                 self.visited.give_back(list(self._popped))
                 self._popped.clear()
@@ -106,10 +109,9 @@ class Scheduler(RedisScheduler):
         if payload is None:
             return False  # not claimed: a serializable request for it may still come
         self.visited.remember(fp)
-        if not self.visited.claim(fp, payload):
-            self.stats.inc_value("crawlyx/frontier/duplicates")
-            return False
-        self.stats.inc_value("crawlyx/frontier/enqueued")
+        # Claimed with the next round trip to Redis (a page's links go with its lease's
+        # release); the claim's outcome is counted then.
+        self.visited.claim_later(fp, payload)
         return True
 
     def _push(self, fp, request):

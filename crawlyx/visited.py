@@ -35,39 +35,44 @@ QUEUED, LEASED, DONE = b"q", b"l", b"d"
 # The request.meta key that carries the fingerprint a request holds the lease of.
 LEASE_META = "crawlyx_lease"
 
-# KEYS: visited, queue. ARGV: fp, message. Returns 1 if this call won the claim.
-_CLAIM = """
-if redis.call('HSETNX', KEYS[1], ARGV[1], 'q') == 1 then
-  redis.call('LPUSH', KEYS[2], ARGV[2])
-  return 1
+# One round trip does all this process has pending: claims and pushes, finished leases,
+# and popping what to fetch next.
+# KEYS: visited, queue, leases.
+# ARGV: owner, pops (how many to pop), dones (how many fps follow), the done fps, then
+#   triples: "c" (claim: none -> queued, pushed only by the winner) or "p" (push), fp,
+#   message. Claims and pushes go on the queue in order, before anything is popped.
+# Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped messages}.
+_SYNC = """
+local won, released, popped = {}, {}, {}
+local dones = tonumber(ARGV[3])
+for i = 4 + dones, #ARGV, 3 do
+  if ARGV[i] == 'p' then
+    redis.call('LPUSH', KEYS[2], ARGV[i + 2])
+  elseif redis.call('HSETNX', KEYS[1], ARGV[i + 1], 'q') == 1 then
+    redis.call('LPUSH', KEYS[2], ARGV[i + 2])
+    won[#won + 1] = 1
+  else
+    won[#won + 1] = 0
+  end
 end
-return 0
-"""
-
-# KEYS: visited, queue, leases. ARGV: owner, n. Pops up to n messages whose fingerprint
-# is not done yet and leases them to the owner.
-_POP = """
-local out = {}
-local n = tonumber(ARGV[2])
-while #out < n do
+for i = 4, 3 + dones do
+  redis.call('HSET', KEYS[1], ARGV[i], 'd')
+  released[#released + 1] = redis.call('HDEL', KEYS[3], ARGV[i])
+end
+local pops = tonumber(ARGV[2])
+while #popped < pops do
   local m = redis.call('RPOP', KEYS[2])
   if not m then break end
   local fp = string.sub(m, 1, 40)
   if fp == string.rep('-', 40) then
-    out[#out + 1] = m
+    popped[#popped + 1] = m
   elseif redis.call('HGET', KEYS[1], fp) ~= 'd' then
     redis.call('HSET', KEYS[1], fp, 'l')
     redis.call('HSET', KEYS[3], fp, ARGV[1] .. '|' .. string.sub(m, 41))
-    out[#out + 1] = m
+    popped[#popped + 1] = m
   end
 end
-return out
-"""
-
-# KEYS: visited, leases. ARGV: fp.
-_DONE = """
-redis.call('HSET', KEYS[1], ARGV[1], 'd')
-return redis.call('HDEL', KEYS[2], ARGV[1])
+return {won, released, popped}
 """
 
 # KEYS: visited, queue, leases. ARGV: owner-key prefix. Moves every lease whose
@@ -110,17 +115,19 @@ class VisitedTable:
     LOCAL_CACHE_SIZE = 1 << 12
     HEARTBEAT_TTL = 30  # seconds without a heartbeat before a process counts as dead
 
-    def __init__(self, state: State, owner: str | None = None):
+    def __init__(self, state: State, owner: str | None = None, stats=None):
         self.state = state
+        self.stats = stats
         self.redis = state.client
         self.owner = owner or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.visited_key = state.key("visited")
         self.queue_key = state.key("queue")
         self.leases_key = state.key("leases")
         self.owner_prefix = state.key("owner:")
-        self._claim = self.redis.register_script(_CLAIM)
-        self._pop = self.redis.register_script(_POP)
-        self._done = self.redis.register_script(_DONE)
+        self._sync = self.redis.register_script(_SYNC)
+        # Claims and pushes not sent yet: the next round trip carries them.
+        self._pending: list[bytes] = []
+        self._pending_claims = 0
         self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
         self._unlease = self.redis.register_script(_UNLEASE)
         self._offered: OrderedDict[str, None] = OrderedDict()
@@ -142,22 +149,45 @@ class VisitedTable:
             cache.popitem(last=False)
 
     def claim(self, fp: str, payload: bytes) -> bool:
-        """none -> queued, atomically with the push. Only the winner gets True."""
-        return bool(
-            self._claim(keys=[self.visited_key, self.queue_key], args=[fp, fp.encode() + payload])
+        """none -> queued, atomically with the push, now. Only the winner gets True."""
+        self.claim_later(fp, payload)
+        return bool(self.sync()[0][-1])
+
+    def claim_later(self, fp: str, payload: bytes) -> None:
+        """:meth:`claim`, sent with this process's next round trip to Redis (every
+        method below that talks to Redis sends what is pending first)."""
+        self._pending += (b"c", fp.encode(), fp.encode() + payload)
+        self._pending_claims += 1
+
+    def push(self, fp: str | None, payload: bytes) -> None:
+        """Queue without claiming: a request this process already holds the lease of
+        (a retry, a redirect to the same page), or one outside the table (fp None).
+        Sent with the next round trip, like :meth:`claim_later`."""
+        prefix = fp.encode() if fp else NO_FP
+        self._pending += (b"p", prefix, prefix + payload)
+
+    def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list]:
+        """One round trip: send what is pending, mark ``done`` fingerprints done and pop
+        up to ``pop`` requests. Returns (claims won, leases released, popped messages)."""
+        pending, claims = self._pending, self._pending_claims
+        if not (pending or done or pop):
+            return [], [], []
+        won, released, popped = self._sync(
+            keys=[self.visited_key, self.queue_key, self.leases_key],
+            args=[self.owner, pop, len(done), *done, *pending],
         )
+        self._pending, self._pending_claims = [], 0  # kept for a retry if Redis failed
+        if claims and self.stats is not None:
+            self.stats.inc_value("crawlyx/frontier/enqueued", sum(won))
+            self.stats.inc_value("crawlyx/frontier/duplicates", claims - sum(won))
+        return won, released, popped
 
     def settle(self, fp: str) -> bool:
         """none -> done, for a page handled without being queued (one a browser was
         redirected to). True if no one had claimed it: the caller has it."""
         self.remember(fp)
+        self.sync()
         return bool(self.redis.hsetnx(self.visited_key, fp, DONE))
-
-    def push(self, fp: str | None, payload: bytes) -> None:
-        """Queue without claiming: a request this process already holds the lease of
-        (a retry, a redirect to the same page), or one outside the table (fp None)."""
-        prefix = fp.encode() if fp else NO_FP
-        self.redis.lpush(self.queue_key, prefix + payload)
 
     def pop(self) -> tuple[str | None, bytes] | None:
         """The next request to fetch, leased to this process: (fp or None, payload)."""
@@ -166,18 +196,15 @@ class VisitedTable:
 
     def pop_many(self, n: int) -> list[tuple[str | None, bytes]]:
         """Up to ``n`` requests to fetch, in queue order, leased to this process."""
-        messages = self._pop(
-            keys=[self.visited_key, self.queue_key, self.leases_key], args=[self.owner, n]
-        )
         popped = []
-        for message in messages:
+        for message in self.sync(pop=n)[2]:
             fp = message[:FP_LEN]
             popped.append(((None if fp == NO_FP else fp.decode()), message[FP_LEN:]))
         return popped
 
     def done(self, fp: str) -> bool:
         """leased -> done. True if this call released a lease."""
-        return bool(self._done(keys=[self.visited_key, self.leases_key], args=[fp]))
+        return bool(self.sync(done=(fp,))[1][0])
 
     def release(self, request) -> None:
         """The request's response or failure is handled: its lease, if any, is done."""
@@ -193,6 +220,7 @@ class VisitedTable:
 
     def give_back(self, popped: list[tuple[str | None, bytes]]) -> None:
         """Put popped, unstarted requests back at the front of the queue, in order."""
+        self.sync()
         pipe = self.redis.pipeline(transaction=False)
         keys = [self.visited_key, self.queue_key, self.leases_key]
         for fp, payload in reversed(popped):
@@ -212,6 +240,7 @@ class VisitedTable:
         self.redis.delete(self.owner_prefix + self.owner)
 
     def requeue_dead(self) -> int:
+        self.sync()
         return int(
             self._requeue_dead(
                 keys=[self.visited_key, self.queue_key, self.leases_key],
@@ -228,6 +257,7 @@ class VisitedTable:
         ]
 
     def queued(self) -> int:
+        self.sync()
         return int(self.redis.llen(self.queue_key))
 
     def leased(self) -> int:
@@ -244,5 +274,5 @@ def visited_table(crawler) -> VisitedTable:
     """The crawl's one :class:`VisitedTable`, shared by the scheduler, spider and middlewares."""
     table = _tables.get(crawler)
     if table is None:
-        table = _tables[crawler] = VisitedTable(crawl_state(crawler))
+        table = _tables[crawler] = VisitedTable(crawl_state(crawler), stats=crawler.stats)
     return table

@@ -70,6 +70,8 @@ def test_not_finished_while_another_live_process_holds_a_lease(scheduler):
     other = VisitedTable(scheduler.visited.state, owner="other-process")
     other.heartbeat()
     scheduler.enqueue_request(Request("http://127.0.0.1:9/theirs", spider.parse))
+    assert other.pop() is None  # the claim goes with this process's next round trip
+    assert scheduler.visited.queued() == 1
     assert other.pop() is not None
     assert scheduler.has_pending_requests() is True  # they may still discover pages
     other.retire()  # they died: the lease comes back to the queue
@@ -145,3 +147,25 @@ def test_unstarted_popped_requests_go_back_to_the_queue_on_close(scheduler):
     table = scheduler.visited
     assert table.leased() == 1  # only the started one
     assert [fp is not None for fp, _ in table.pop_many(5)] == [True, True]
+
+
+def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler):
+    spider = scheduler.spider
+    table = scheduler.visited
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/page", spider.parse))
+    page = scheduler.next_request()
+    lease = page.meta[LEASE_META]
+    links = [Request(f"http://127.0.0.1:9/link{n}", spider.parse) for n in range(3)]
+    for link in links:
+        assert scheduler.enqueue_request(link)  # sent later: no round trip yet
+    theirs = scheduler.fingerprinter.fingerprint(links[1]).hex()
+    assert VisitedTable(table.state, owner="other").claim(theirs, b"found there first")
+    round_trips = []
+    script = table._sync
+    table._sync = lambda **kwargs: round_trips.append(kwargs) or script(**kwargs)
+    table.release(page)
+    assert len(round_trips) == 1
+    assert table.state_of(lease) == b"d"
+    assert scheduler.stats.get_value("crawlyx/frontier/enqueued") == 3  # the page, 2 links
+    assert scheduler.stats.get_value("crawlyx/frontier/duplicates") == 1
+    assert table.queued() == 3
