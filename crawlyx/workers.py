@@ -5,7 +5,9 @@ CPU-bound; markdownify alone costs more than fetching. They run in worker proces
 (``CRAWLYX_MARKDOWN_WORKERS``, default one per core) while the reactor keeps
 downloading, so both cores work and no download waits for a conversion. Workers run
 at a lower priority than the crawl process: it and Redis wait on each other for every
-claim and lease, and should not also wait for the CPU.
+claim and lease, and should not also wait for the CPU. On Linux they are SCHED_IDLE
+(besides nice 10): a woken crawl process or Redis gets a core at once, where a merely
+niced worker may still finish its time slice first.
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ _lowered = False
 
 
 def _lower_priority() -> None:
-    """Pool initializer (and warm-up task): ten steps below the crawl process, once."""
+    """Pool initializer (and warm-up task): below the crawl process, once."""
     global _lowered
     if not _lowered:
         os.nice(10)
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError):  # not Linux
+            pass
         _lowered = True
 
 
