@@ -8,10 +8,13 @@ code and tables are structure or data and always stay, as does the first block (
 title). The first pages of a crawl cannot be judged yet and keep their blocks.
 
 Counts are per process and bounded: when the table is full, blocks seen only once
-are forgotten.
+are forgotten. Blocks are split and keyed in the page workers (:func:`block_keys`);
+the crawl process only counts keys, and splits a page again only to drop a block.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 
 def split_blocks(markdown: str) -> list[str]:
@@ -46,6 +49,17 @@ def _judged(block: str) -> bool:
     return not block.startswith(("#", "```", "~~~", "|"))
 
 
+def block_keys(markdown: str) -> list[int | None]:
+    """A key per block of ``markdown`` (a 64-bit hash, the same in every process), None
+    for a block never judged: the first (the title), headings, code and tables."""
+    return [
+        int.from_bytes(hashlib.blake2b(b.encode(), digest_size=8).digest())
+        if i and _judged(b)
+        else None
+        for i, b in enumerate(split_blocks(markdown))
+    ]
+
+
 class RepeatedBlocks:
     def __init__(self, min_pages: int = 5, share: float = 0.2, capacity: int = 1 << 16):
         self.min_pages = min_pages
@@ -54,19 +68,21 @@ class RepeatedBlocks:
         self.pages = 0
         self.counts: dict[int, int] = {}
 
-    def filter(self, markdown: str) -> tuple[str, int]:
-        """The markdown without the site's repeated blocks, and how many were dropped."""
-        blocks = split_blocks(markdown)
+    def filter(self, markdown: str, keys: list[int | None] | None = None) -> tuple[str, int]:
+        """The markdown without the site's repeated blocks, and how many were dropped;
+        ``keys`` are its :func:`block_keys` if they are at hand."""
+        if keys is None:
+            keys = block_keys(markdown)
         self.pages += 1
         counts = self.counts
         if len(counts) > self.capacity:
             self.counts = counts = {k: n for k, n in counts.items() if n > 1}
-        keys = [hash(b) if i and _judged(b) else None for i, b in enumerate(blocks)]
         for key in set(keys) - {None}:
             counts[key] = counts.get(key, 0) + 1
         threshold = max(self.min_pages, self.share * self.pages)
-        kept = [b for b, k in zip(blocks, keys, strict=True) if k is None or counts[k] < threshold]
-        dropped = len(blocks) - len(kept)
-        if not dropped:
+        drop = [k is not None and counts[k] >= threshold for k in keys]
+        if not any(drop):
             return markdown, 0
-        return "\n\n".join(kept) + "\n", dropped
+        blocks = split_blocks(markdown)
+        kept = [b for b, dropped in zip(blocks, drop, strict=True) if not dropped]
+        return "\n\n".join(kept) + "\n", len(blocks) - len(kept)

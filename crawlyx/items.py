@@ -43,3 +43,6 @@ class PageItem(scrapy.Item):
     render = scrapy.Field()  # "http" | "browser"
     elapsed_ms = scrapy.Field()
     bytes = scrapy.Field()
+    # Not exported: the markdown's block keys, for the pipeline that drops repeated
+    # blocks (see crawlyx.boilerplate); the pipeline removes it.
+    blocks = scrapy.Field()

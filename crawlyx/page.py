@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin
 
+from crawlyx.boilerplate import block_keys
 from crawlyx.extract import document_markdown, parse_document
+from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.normalize import fetch_form, normalize_url
 
 _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:", "#")
@@ -21,9 +23,12 @@ def analyze(
     page: str, url: str, scope: str | None, *, main_content: bool = True, links: str = "inline"
 ) -> dict:
     """``title``, ``description``, ``lang``, ``canonical``, ``links`` (normalized in-scope
-    URL -> URL to fetch), ``robots`` (name, content of robots meta tags: ``robots`` and
-    ``*bot``), ``shell`` (see :func:`is_shell`) and ``markdown`` of a page fetched from
-    ``url``."""
+    URL -> (URL to fetch, fingerprint)), ``robots`` (name, content of robots meta tags:
+    ``robots`` and ``*bot``), ``shell`` (see :func:`is_shell`), ``markdown`` and its
+    ``blocks`` (:func:`crawlyx.boilerplate.block_keys`) of a page fetched from ``url``.
+
+    Everything the crawl process would otherwise compute per link or per block is done
+    here: the crawl process is the one that cannot spread over cores."""
     doc = parse_document(page)
     data = {"title": None, "description": None, "lang": None, "canonical": None}
     data.update(links={}, robots=[], shell=is_shell(doc, page))  # before markdown prunes doc
@@ -41,6 +46,7 @@ def analyze(
             and ("robot" in m.get("name").lower() or m.get("name").lower().endswith("bot"))
         ]
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
+    data["blocks"] = block_keys(data["markdown"])
     return data
 
 
@@ -116,9 +122,9 @@ def _metadata(doc, url: str) -> dict:
     }
 
 
-def _links(doc, base: str, scope: str | None) -> dict[str, str]:
-    """Links on the page's origin: normalized URL -> the URL to fetch for it."""
-    found: dict[str, str] = {}
+def _links(doc, base: str, scope: str | None) -> dict[str, tuple[str, str]]:
+    """Links on the page's origin: normalized URL -> (the URL to fetch, its fingerprint)."""
+    found: dict[str, tuple[str, str]] = {}
     if scope is None:
         return found
     prefix = scope + "/"
@@ -131,7 +137,7 @@ def _links(doc, base: str, scope: str | None) -> dict[str, str]:
         except ValueError:
             continue
         if link not in found and link.startswith(prefix):
-            found[link] = fetch_form(link, href)
+            found[link] = (fetch_form(link, href), normalized_fingerprint(link))
     return found
 
 

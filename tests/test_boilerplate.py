@@ -1,6 +1,9 @@
 """Site-level boilerplate: blocks repeated across the pages of one crawl."""
 
-from crawlyx.boilerplate import RepeatedBlocks, split_blocks
+import subprocess
+import sys
+
+from crawlyx.boilerplate import RepeatedBlocks, block_keys, split_blocks
 
 
 def test_split_blocks_keeps_fenced_code_whole():
@@ -51,3 +54,13 @@ def test_counts_are_bounded():
     for n in range(1000):
         repeated.filter(f"# T\n\nunique paragraph {n}\n")
     assert len(repeated.counts) <= 101
+
+
+def test_block_keys_judge_prose_only_and_are_the_same_in_every_process():
+    markdown = "# Title\n\nA paragraph.\n\n## Heading\n\n```\ncode\n```\n\n| a |\n\n- item\n"
+    keys = block_keys(markdown)
+    assert [k is None for k in keys] == [True, False, True, True, True, False]
+    assert keys[1] == block_keys("# Other\n\nA paragraph.\n")[1]
+    script = f"from crawlyx.boilerplate import block_keys; print(block_keys({markdown!r}))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == repr(keys)  # not Python's per-process str hash

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from crawlyx.fingerprint import url_fingerprint
 from crawlyx.workers import PageWorkers
 
 
@@ -22,7 +23,11 @@ def test_workers_read_pages_at_a_lower_priority():
         page = "<html><body><h1>Hi</h1><p>Text <a href='/b'>b</a></p></body></html>"
         read = asyncio.run(workers.read(page, "http://127.0.0.1:9/a", "http://127.0.0.1:9"))
         assert read["markdown"] == "# Hi\n\nText [b](http://127.0.0.1:9/b)\n"
-        assert read["links"] == {"http://127.0.0.1:9/b": "http://127.0.0.1:9/b"}
+        assert list(read["links"]) == ["http://127.0.0.1:9/b"]
+        assert read["links"]["http://127.0.0.1:9/b"] == (
+            "http://127.0.0.1:9/b",
+            url_fingerprint("http://127.0.0.1:9/b"),
+        )
         nice, policy = workers.pool.submit(_priority).result(timeout=30)
         assert nice >= min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
         if sys.platform.startswith("linux"):

@@ -28,11 +28,12 @@ class MarkdownPipeline:
         return cls(crawler, repeated)
 
     def process_item(self, item):
+        keys = item.pop("blocks", None)
         markdown = item.get("markdown")
         if markdown is None:
             return item
         if self.repeated is not None:
-            markdown, dropped = self.repeated.filter(markdown)
+            markdown, dropped = self.repeated.filter(markdown, keys)
             self.stats.inc_value("crawlyx/markdown/repeated_blocks_dropped", dropped)
         item["markdown"] = markdown
         item["content_hash"] = hashlib.sha256(markdown.encode()).hexdigest()

@@ -211,12 +211,11 @@ class SiteSpider(Spider):
             # closes (raising here would cancel this very item in the pipelines).
             self.closing = True
 
-    def _follow(self, links: dict[str, str], depth: int, referrer: str):
+    def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str):
         seen, skipped = self.visited, 0
-        for link, raw in links.items():
+        for link, (raw, fp) in links.items():
             if not self.allowed(link):
                 continue
-            fp = normalized_fingerprint(link)
             # Links this process already offered (navigation on every page) stop
             # here; the scheduler's claim decides the rest.
             if seen.known(fp):
@@ -243,6 +242,7 @@ class SiteSpider(Spider):
             lang=page["lang"],
             canonical=page["canonical"],
             markdown=page["markdown"],
+            blocks=page["blocks"],
             links=sorted(page["links"]),
             content_hash=None,
             etag=facts["etag"],
