@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from hashlib import blake2b
 
-import numpy as np
-
 P = 14
 M = 1 << P
 MASK = M - 1
@@ -96,6 +94,8 @@ class Sketch:
 
     def merge(self, other: Sketch) -> None:
         """Make this the union of both: element-wise max, union of the exact sets."""
+        import numpy as np  # here: a crawl only adds, and numpy costs 0.1 s to import
+
         mine = np.frombuffer(self.registers, dtype=np.uint8)
         theirs = np.frombuffer(other.registers, dtype=np.uint8)
         changed = bool((theirs > mine).any())
@@ -123,6 +123,7 @@ class Sketch:
             return float(len(self.exact))
         # Imported here: datasketch's package imports scipy (half a second), and only
         # readers estimate.
+        import numpy as np
         from datasketch import HyperLogLogPlusPlus
 
         registers = np.frombuffer(self.registers, dtype=np.int8)
