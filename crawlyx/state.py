@@ -49,15 +49,26 @@ class EmbeddedRedis:
     def __init__(self, data_dir: str | os.PathLike):
         self.data_dir = Path(data_dir).resolve()
         self.socket = self.data_dir / "redis.sock"
+        self._lock = None  # held from start() to connect(): one process decides
+
+    def start(self) -> None:
+        """Start the server if none is running, without waiting for it (see connect)."""
+        if self._lock is not None:
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.data_dir / "redis.lock", "w")  # noqa: SIM115 - held on
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        if not self._alive():
+            self._start()
 
     def connect(self) -> redis.Redis:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        # One process at a time decides whether to start the server.
-        with open(self.data_dir / "redis.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not self._alive():
-                self._start()
-                self._wait()
+        """A client of the server, started (or waited for) first."""
+        self.start()
+        try:
+            self._wait()
+        finally:
+            self._lock.close()  # releases the lock
+            self._lock = None
         return redis.Redis(unix_socket_path=str(self.socket))
 
     def _probe(self) -> redis.Redis:
@@ -140,7 +151,9 @@ class State:
         return self.prefix + name
 
     @classmethod
-    def connect(cls, settings, job: str) -> State:
+    def connect(cls, settings, job: str, embedded: EmbeddedRedis | None = None) -> State:
+        """A state on ``CRAWLYX_REDIS_URL``, or on the embedded server (``embedded``, if
+        it was started already)."""
         url = settings.get("CRAWLYX_REDIS_URL") or ""
         if url:
             client = redis.Redis.from_url(url)
@@ -150,7 +163,7 @@ class State:
                 raise RuntimeError(f"cannot reach Redis at {redact(url)}: {exc}") from None
             logger.info("Using Redis at %s", redact(url))
             return cls(client, job)
-        embedded = EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
+        embedded = embedded or EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
         return cls(embedded.connect(), job, embedded)
 
     def delete_all(self) -> None:
@@ -174,6 +187,17 @@ class State:
 
 
 _states: WeakKeyDictionary = WeakKeyDictionary()
+_embedded: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def start_embedded_redis(crawler) -> None:
+    """Start the embedded server (if the crawl uses it) without waiting for it: it boots
+    while the crawler builds its components, and :func:`crawl_state` connects to it."""
+    settings = crawler.settings
+    if not settings.get("CRAWLYX_REDIS_URL") and crawler not in _embedded:
+        embedded = EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
+        embedded.start()
+        _embedded[crawler] = embedded
 
 
 def crawl_state(crawler) -> State:
@@ -184,7 +208,8 @@ def crawl_state(crawler) -> State:
         job = getattr(spider, "job", None)
         if not job:
             raise RuntimeError("crawlyx components need a spider with a job name")
-        state = _states[crawler] = State.connect(crawler.settings, job)
+        state = State.connect(crawler.settings, job, _embedded.pop(crawler, None))
+        _states[crawler] = state
         state.ephemeral = bool(getattr(spider, "ephemeral", False))
         # Closed last, after every component's spider_closed handler has run.
         crawler.signals.connect(state.close, signal=signals.engine_stopped)

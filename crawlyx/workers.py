@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from weakref import WeakKeyDictionary
@@ -74,9 +75,18 @@ class PageWorkers:
         return await asyncio.wrap_future(self.pool.submit(self.analyze, page, url, scope))
 
     def warm_up(self) -> None:
-        """Start the workers now, while the crawl fetches robots.txt and its first page."""
-        for _ in range(self.workers):
-            self.pool.submit(_lower_priority)
+        """Start the workers now, before the first page is there to read, from a thread:
+        starting them waits for the fork server to import the page-reading code."""
+        threading.Thread(
+            target=self._start_workers, args=(self.pool,), name="crawlyx-warm-up", daemon=True
+        ).start()
+
+    def _start_workers(self, pool: ProcessPoolExecutor) -> None:
+        try:
+            for _ in range(self.workers):
+                pool.submit(_lower_priority)
+        except RuntimeError:  # the crawl ended first: the pool is shut down
+            pass
 
     def close(self) -> None:
         if self._pool is not None:
@@ -92,6 +102,5 @@ def page_workers(crawler) -> PageWorkers:
     workers = _workers.get(crawler)
     if workers is None:
         workers = _workers[crawler] = PageWorkers.from_settings(crawler.settings)
-        crawler.signals.connect(workers.warm_up, signal=signals.spider_opened)
         crawler.signals.connect(workers.close, signal=signals.engine_stopped)
     return workers

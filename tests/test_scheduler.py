@@ -28,6 +28,7 @@ def scheduler(redis_url):
     yield scheduler
     scheduler.close("finished")
     crawl_state(crawler).delete_all()
+    crawler.spider.workers.close()  # started by the spider, stopped by the engine
 
 
 def test_dedup_sees_normalized_urls(scheduler):

@@ -26,7 +26,7 @@ from crawlyx.middlewares.robots import cached_robots
 from crawlyx.normalize import normalize_url, url_origin
 from crawlyx.optout import OptOut
 from crawlyx.quota import PageQuota
-from crawlyx.state import crawl_state
+from crawlyx.state import crawl_state, start_embedded_redis
 from crawlyx.traps import TrapRules
 from crawlyx.visited import LEASE_META, visited_table
 from crawlyx.workers import page_workers
@@ -68,6 +68,9 @@ class SiteSpider(Spider):
         spider.browser_meta = render.browser_meta(settings)
         spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
         spider.workers = page_workers(crawler)  # settings checked before the crawl starts
+        # Both take a while to boot: start them now, while Scrapy builds the crawler.
+        start_embedded_redis(crawler)
+        spider.workers.warm_up()
         spider.traps = TrapRules.from_settings(settings)
         spider.opt_out = OptOut.from_settings(settings)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=not spider.ephemeral)
