@@ -147,6 +147,11 @@ class SiteSpider(Spider):
     # -- pages ------------------------------------------------------------------------
 
     async def parse(self, response):
+        if self.closing:
+            # max_pages is reached: a page still in flight is not read, and stays for a
+            # resumed job to fetch.
+            self.visited.unlease(response.request)
+            return
         if response.meta.get("crawlyx_anchor"):
             origin = self._anchor(response)
             if self.args.sitemap:
