@@ -12,6 +12,11 @@ a process that died can be put back on the queue. It is *done* once its response
 failure) has been handled. A popped fingerprint that is already done is dropped, which
 keeps a re-queued lease and a retry from ever fetching a page twice.
 
+A process talks to the table in round trips that carry all it has pending: the claims
+and pushes it made since the last one go with the next release or pop, in one Lua
+script (:meth:`VisitedTable.sync`). Under load a round trip costs the crawl far more
+than the commands in it; the links a page yields go with its release.
+
 Keys (under ``crawlyx:{job}:``): ``visited`` (hash fp -> q/l/d), ``queue`` (list of
 fp + payload), ``leases`` (hash fp -> owner|payload), ``owner:{id}`` (a heartbeat
 with a TTL: a lease whose owner key has expired belongs to a dead process).
@@ -110,9 +115,11 @@ return 1
 class VisitedTable:
     """Claim-once dedup, the Redis frontier queue and the leases, for one crawl."""
 
-    # Fingerprints this process has already offered to Redis. A bounded cache: it only
-    # saves round trips for links every page repeats (navigation); Redis decides.
-    LOCAL_CACHE_SIZE = 1 << 12
+    # Fingerprints this process has already offered to Redis. A bounded cache (about
+    # 10 MiB when full): it only saves work for links pages repeat; Redis decides. Each
+    # link it misses costs a request object, the engine's scheduling and a lost claim,
+    # so it holds all of a mid-size site's URLs.
+    LOCAL_CACHE_SIZE = 1 << 16
     HEARTBEAT_TTL = 30  # seconds without a heartbeat before a process counts as dead
 
     def __init__(self, state: State, owner: str | None = None, stats=None):

@@ -39,10 +39,6 @@ class Element:
     def get(self, key: str, default=None):
         return self.attrs.get(key, default)
 
-    @property
-    def children(self):
-        return iter(self.contents)
-
     def elements(self, *names: str) -> list[Element]:
         """Child elements, those named ``names`` if any are given."""
         return [c for c in self.contents if type(c) is Element and (not names or c.name in names)]
