@@ -5,9 +5,9 @@ CPU-bound; markdownify alone costs more than fetching. They run in worker proces
 (``CRAWLYX_MARKDOWN_WORKERS``, default one per core) while the reactor keeps
 downloading, so both cores work and no download waits for a conversion. Workers run
 at a lower priority than the crawl process: it and Redis wait on each other for every
-claim and lease, and should not also wait for the CPU. On Linux they are SCHED_IDLE
-(besides nice 10): a woken crawl process or Redis gets a core at once, where a merely
-niced worker may still finish its time slice first.
+claim and lease, and should not also wait for the CPU. Niced, not SCHED_IDLE: an idle
+class worker gets nothing while anything else on the machine is busy, and the crawl
+waits for its workers.
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ def _lower_priority() -> None:
     global _lowered
     if not _lowered:
         os.nice(10)
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        except (AttributeError, OSError):  # not Linux
-            pass
         _lowered = True
 
 
