@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from crawlyx.normalize import (
     TRACKING_PARAMS,
     TRACKING_PREFIXES,
+    _normalize_full,
+    _normalize_simple,
     canonical_percent_encoding,
     idna_host,
     ipv4_host,
@@ -719,3 +721,40 @@ def test_property_numeric_spellings_normalize_alike(value: int, spelling: str) -
     quad = ".".join(str((value >> shift) & 255) for shift in (24, 16, 8, 0))
     host = quad if spelling == "dotted" else spelling.format(value)
     assert normalize_url(f"http://{host}/p") == f"http://{quad}/p"
+
+
+# Root-relative links: the short way normalize_url takes for the simple ones must give
+# exactly what the full way gives, for every base.
+simple_segment = st.text(UNRESERVED + "!$&'()*+,;=:@", max_size=6)
+root_relative = st.one_of(
+    st.builds(
+        lambda segments, pairs: "/" + "/".join(segments) + ("?" + build_query(pairs)) * bool(pairs),
+        st.lists(simple_segment, max_size=4),
+        st.lists(params, max_size=4),
+    ),
+    st.builds(lambda segments: "/" + "/".join(segments), st.lists(path_segment, max_size=4)),
+    st.sampled_from(["/", "/?", "//host/x", "/a/./b", "/a/../b", "/.well-known/x", "/a#f"]),
+)
+
+
+@settings(PROPERTY_SETTINGS, max_examples=300)
+@given(urls(), root_relative)
+def test_property_short_way_equals_full_way(base: str, ref: str) -> None:
+    try:
+        full = _normalize_full(ref, base)
+    except ValueError:
+        with pytest.raises(ValueError):
+            normalize_url(ref, base)
+        return
+    assert normalize_url(ref, base) == full
+    short = _normalize_simple(ref, base)
+    assert short is None or short == full
+
+
+def test_simple_links_take_the_short_way() -> None:
+    base = "HTTP://Example.COM:80/docs/page?x=1"
+    ref = "/p/1/?utm_source=nav&b=2&a=1&gclid=z"
+    assert _normalize_simple(ref, base) == "http://example.com/p/1?a=1&b=2"
+    assert _normalize_simple("/a/../b", base) is None  # dot segments: the full way
+    assert _normalize_simple("/caf%C3%A9", base) is None  # escapes: the full way
+    assert _normalize_simple("/x", "mailto:someone@example.com") is None
