@@ -10,6 +10,7 @@ last crawl process to leave shuts it down.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import logging
 import os
@@ -50,6 +51,7 @@ class EmbeddedRedis:
         self.data_dir = Path(data_dir).resolve()
         self.socket = self.data_dir / "redis.sock"
         self._lock = None  # held from start() to connect(): one process decides
+        self.connected = False
 
     def start(self) -> None:
         """Start the server if none is running, without waiting for it (see connect)."""
@@ -69,6 +71,7 @@ class EmbeddedRedis:
         finally:
             self._lock.close()  # releases the lock
             self._lock = None
+        self.connected = True
         return redis.Redis(unix_socket_path=str(self.socket))
 
     def _probe(self) -> redis.Redis:
@@ -192,12 +195,19 @@ _embedded: WeakKeyDictionary = WeakKeyDictionary()
 
 def start_embedded_redis(crawler) -> None:
     """Start the embedded server (if the crawl uses it) without waiting for it: it boots
-    while the crawler builds its components, and :func:`crawl_state` connects to it."""
+    while the crawler builds its components, and :func:`crawl_state` connects to it. If
+    the crawl fails before that, the server is shut down when the process exits."""
     settings = crawler.settings
     if not settings.get("CRAWLYX_REDIS_URL") and crawler not in _embedded:
         embedded = EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
         embedded.start()
         _embedded[crawler] = embedded
+        atexit.register(_stop_unused, embedded)
+
+
+def _stop_unused(embedded: EmbeddedRedis) -> None:
+    if not embedded.connected:  # otherwise the crawl's state shut it down
+        embedded.release(embedded.connect())
 
 
 def crawl_state(crawler) -> State:

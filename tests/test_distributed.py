@@ -108,3 +108,19 @@ def test_embedded_redis_needs_no_server(tmp_path):
     assert not (data / "redis.sock").exists()
     running = subprocess.run(["pgrep", "-f", str(data / "redis.sock")], capture_output=True)
     assert running.returncode == 1, running.stdout  # no redis-server left behind
+
+
+def test_a_crawl_that_fails_to_start_leaves_no_embedded_server(tmp_path):
+    env = crawl_env()
+    env.pop("CRAWLYX_REDIS_URL", None)
+    out = tmp_path / "pages.jsonl"
+    command = crawl_command(out, "start=http://127.0.0.1:9/")
+    command += ["-s", "CRAWLYX_WINDOW_MIN=50"]  # refused by a middleware, after the spider
+    proc = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "CRAWLYX_WINDOW_MIN (50)" in proc.stderr
+    data = tmp_path / ".crawlyx"
+    assert (data / "redis.log").exists()  # it was started, early
+    running = subprocess.run(["pgrep", "-f", str(data / "redis.sock")], capture_output=True)
+    assert running.returncode == 1, running.stdout  # and shut down
