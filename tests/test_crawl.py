@@ -224,3 +224,17 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
     # At least the note on every later page (the generated pages' shared links go too).
     dropped = int(result.stat("crawlyx/markdown/repeated_blocks_dropped"))
     assert dropped >= len(result.items) - len(with_note)
+
+
+@pytest.mark.parametrize(
+    "setting, named",
+    [
+        ({"CRAWLYX_WINDOW_MIN": 50}, "CRAWLYX_WINDOW_MIN (50) must be at least 1"),
+        ({"CRAWLYX_BREADTH_MAX_BOTS": 0}, "CRAWLYX_BREADTH_MAX_BOTS"),
+    ],
+)
+def test_bad_settings_stop_the_crawl_with_one_line(site, crawl, setting, named):
+    result = crawl(f"start={start_url(site)}", settings=setting)
+    assert result.returncode == 2
+    assert named in result.log and "Traceback" not in result.log
+    assert not result.items and not site.counts

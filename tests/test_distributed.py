@@ -115,11 +115,13 @@ def test_a_crawl_that_fails_to_start_leaves_no_embedded_server(tmp_path):
     env.pop("CRAWLYX_REDIS_URL", None)
     out = tmp_path / "pages.jsonl"
     command = crawl_command(out, "start=http://127.0.0.1:9/")
-    command += ["-s", "CRAWLYX_WINDOW_MIN=50"]  # refused by a middleware, after the spider
+    # A middleware that does not load: the crawler fails after the spider is made.
+    command += ["-s", 'DOWNLOADER_MIDDLEWARES={"crawlyx.no_such.Middleware": 1}']
     proc = subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )
-    assert "CRAWLYX_WINDOW_MIN (50)" in proc.stderr
+    assert "crawlyx.no_such" in proc.stderr
+    assert proc.returncode != 0
     data = tmp_path / ".crawlyx"
     assert (data / "redis.log").exists()  # it was started, early
     running = subprocess.run(["pgrep", "-f", str(data / "redis.sock")], capture_output=True)

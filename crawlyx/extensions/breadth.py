@@ -68,11 +68,9 @@ class Breadth:
         self.unparsable = 0
         self.sites_dropped = 0
 
-    @classmethod
-    def from_crawler(cls, crawler):
-        settings = crawler.settings
-        if not settings.getbool("CRAWLYX_BREADTH_ENABLED"):
-            raise NotConfigured
+    @staticmethod
+    def check_settings(settings) -> tuple[float, int, int]:
+        """(flush interval, max bots, retention days); ValueError if one is not positive."""
         interval = settings.getfloat("CRAWLYX_BREADTH_FLUSH_INTERVAL")
         max_bots = settings.getint("CRAWLYX_BREADTH_MAX_BOTS")
         retention = settings.getint("CRAWLYX_BREADTH_RETENTION_DAYS")
@@ -81,6 +79,14 @@ class Breadth:
                 "CRAWLYX_BREADTH_FLUSH_INTERVAL, CRAWLYX_BREADTH_MAX_BOTS and "
                 "CRAWLYX_BREADTH_RETENTION_DAYS must be positive"
             )
+        return interval, max_bots, retention
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        settings = crawler.settings
+        if not settings.getbool("CRAWLYX_BREADTH_ENABLED"):
+            raise NotConfigured
+        interval, max_bots, retention = cls.check_settings(settings)
         bot = settings.get("CRAWLYX_BOT_NAME") or "crawlyx"
         ext = cls(crawler, bot, interval, max_bots, retention)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)

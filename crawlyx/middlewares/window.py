@@ -173,13 +173,7 @@ class WindowMiddleware:
             raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
-        self.minimum = settings.getint("CRAWLYX_WINDOW_MIN")
-        self.maximum = settings.getint("CRAWLYX_WINDOW_MAX")
-        if not 1 <= self.minimum <= self.maximum:
-            raise ValueError(
-                f"CRAWLYX_WINDOW_MIN ({self.minimum}) must be at least 1 and at most "
-                f"CRAWLYX_WINDOW_MAX ({self.maximum})"
-            )
+        self.minimum, self.maximum = self.check_settings(settings)
         self.start = settings.getint("CRAWLYX_WINDOW_START")
         self.grow_after = settings.getint("CRAWLYX_WINDOW_GROW_AFTER")
         self.slow = settings.getfloat("CRAWLYX_WINDOW_SLOW_SECONDS")
@@ -202,6 +196,18 @@ class WindowMiddleware:
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._cap_dequeuing, signal=signals.engine_started)
+
+    @staticmethod
+    def check_settings(settings) -> tuple[int, int]:
+        """The window's (minimum, maximum); ValueError if they do not make one."""
+        minimum = settings.getint("CRAWLYX_WINDOW_MIN")
+        maximum = settings.getint("CRAWLYX_WINDOW_MAX")
+        if not 1 <= minimum <= maximum:
+            raise ValueError(
+                f"CRAWLYX_WINDOW_MIN ({minimum}) must be at least 1 and at most "
+                f"CRAWLYX_WINDOW_MAX ({maximum})"
+            )
+        return minimum, maximum
 
     @classmethod
     def from_crawler(cls, crawler):

@@ -20,16 +20,18 @@ from scrapy.utils.sitemap import Sitemap
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
+from crawlyx.extensions.breadth import Breadth
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
 from crawlyx.middlewares.robots import cached_robots
+from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.normalize import normalize_url, url_origin
 from crawlyx.optout import OptOut
 from crawlyx.quota import PageQuota
 from crawlyx.state import crawl_state, start_embedded_redis
 from crawlyx.traps import TrapRules
 from crawlyx.visited import LEASE_META, visited_table
-from crawlyx.workers import page_workers
+from crawlyx.workers import PageWorkers, page_workers
 
 
 class SiteSpider(Spider):
@@ -55,8 +57,13 @@ class SiteSpider(Spider):
 
     @classmethod
     def check_settings(cls, arguments: dict, settings) -> None:
-        """Raise ``ValueError`` when the arguments cannot run with these settings
-        (render=always without a browser), before anything starts."""
+        """Raise ``ValueError`` for a bad crawlyx setting, or arguments that cannot run
+        with these settings (render=always without a browser), before anything starts."""
+        PageWorkers.from_settings(settings)  # starts nothing until a page is read
+        if settings.getbool("CRAWLYX_WINDOW_ENABLED"):
+            WindowMiddleware.check_settings(settings)
+        if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
+            Breadth.check_settings(settings)
         render.check(CrawlArgs.parse(**arguments).render, settings)
 
     @classmethod
