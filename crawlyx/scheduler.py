@@ -61,6 +61,7 @@ class Scheduler(RedisScheduler):
         self.server = self.visited.redis
         self._heartbeat = task.LoopingCall(self.visited.heartbeat)
         self._heartbeat.start(self.HEARTBEAT_INTERVAL, now=True)
+        self.visited.retire_gone_neighbours()  # killed here: no need to wait for the TTL
         requeued = self.visited.requeue_dead()
         queued = self.visited.queued()
         if requeued or queued:

@@ -117,5 +117,7 @@ REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 
 FEED_EXPORT_ENCODING = "utf-8"
+# Local feed files get each item at once, not when a buffer fills (crawlyx/feeds.py).
+FEED_STORAGES = {"": "crawlyx.feeds.FileFeedStorage", "file": "crawlyx.feeds.FileFeedStorage"}
 FEED_EXPORT_FIELDS = list(PAGE_FIELDS)
 LOG_LEVEL = "INFO"

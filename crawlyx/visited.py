@@ -126,7 +126,7 @@ class VisitedTable:
         self.state = state
         self.stats = stats
         self.redis = state.client
-        self.owner = owner or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.owner = owner or f"{_home()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.visited_key = state.key("visited")
         self.queue_key = state.key("queue")
         self.leases_key = state.key("leases")
@@ -246,6 +246,20 @@ class VisitedTable:
         """This process stops: its leases become requeueable at once."""
         self.redis.delete(self.owner_prefix + self.owner)
 
+    def retire_gone_neighbours(self) -> int:
+        """Retire the owners whose process ran where this one runs (same host, same PID
+        namespace) and is gone, killed outright: their leases need not wait out the
+        heartbeat TTL. A PID in use again counts as alive, which only means waiting."""
+        home, gone = _home(), []
+        for key in self.redis.scan_iter(match=self.owner_prefix + "*", count=1000):
+            owner = key.decode()[len(self.owner_prefix) :].rsplit("-", 2)  # home, pid, tag
+            if len(owner) == 3 and owner[0] == home and owner[1].isdigit():
+                if not _running(int(owner[1])):
+                    gone.append(key)
+        if gone:
+            self.redis.delete(*gone)
+        return len(gone)
+
     def requeue_dead(self) -> int:
         self.sync()
         return int(
@@ -272,6 +286,25 @@ class VisitedTable:
 
     def state_of(self, fp: str) -> bytes | None:
         return self.redis.hget(self.visited_key, fp)
+
+
+def _home() -> str:
+    """Where this process's PID names it: the host and its PID namespace."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        namespace = ""
+    return f"{socket.gethostname()}/{namespace}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 _tables: WeakKeyDictionary = WeakKeyDictionary()

@@ -16,6 +16,7 @@ import asyncio
 import multiprocessing
 import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from weakref import WeakKeyDictionary
@@ -25,15 +26,26 @@ from scrapy import signals
 from crawlyx.markdown import LINK_STYLES
 from crawlyx.page import analyze
 
-_lowered = False
+
+def _start_worker(crawl_pid: int) -> None:
+    """Pool initializer: below the crawl process's priority, and gone when it is."""
+    os.nice(10)
+    threading.Thread(target=_exit_with, args=(crawl_pid,), daemon=True).start()
 
 
-def _lower_priority() -> None:
-    """Pool initializer (and warm-up task): below the crawl process, once."""
-    global _lowered
-    if not _lowered:
-        os.nice(10)
-        _lowered = True
+def _exit_with(crawl_pid: int) -> None:
+    """A crawl process killed outright cannot stop its workers (nor they, waiting on the
+    pool's queue, notice): they stop themselves, and the fork server follows."""
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(crawl_pid, 0)
+        except ProcessLookupError:
+            os._exit(0)
+
+
+def _started() -> None:
+    """The warm-up task: submitting it makes the pool start a worker."""
 
 
 class PageWorkers:
@@ -62,7 +74,10 @@ class PageWorkers:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["crawlyx.page"])
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=_lower_priority
+                max_workers=self.workers,
+                mp_context=context,
+                initializer=_start_worker,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
@@ -80,7 +95,7 @@ class PageWorkers:
     def _start_workers(self, pool: ProcessPoolExecutor) -> None:
         try:
             for _ in range(self.workers):
-                pool.submit(_lower_priority)
+                pool.submit(_started)
         except RuntimeError:  # the crawl ended first: the pool is shut down
             pass
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import signal
 import subprocess
 import time
@@ -126,3 +128,36 @@ def test_a_crawl_that_fails_to_start_leaves_no_embedded_server(tmp_path):
     assert (data / "redis.log").exists()  # it was started, early
     running = subprocess.run(["pgrep", "-f", str(data / "redis.sock")], capture_output=True)
     assert running.returncode == 1, running.stdout  # and shut down
+
+
+def test_sigkill_loses_no_page_and_the_job_resumes_at_once(tmp_path, redis_url):
+    settings = {"CRAWLYX_REDIS_URL": redis_url, **SLOW_HOST}
+    with SiteServer(generated=60, latency=0.1) as site:
+        first = tmp_path / "first.jsonl"
+        command = crawl_command(first, f"start={start_url(site)}", "job=killed", settings=settings)
+        proc = subprocess.Popen(command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while sum(site.counts.values()) < 25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.kill()  # SIGKILL: nothing runs on the way out
+        proc.wait(30)
+        done_first = [json.loads(line) for line in first.open() if line.endswith("}\n")]
+        assert 0 < len(done_first) < len(site.expected_pages())
+
+        second = tmp_path / "second.jsonl"
+        resumed = subprocess.run(
+            crawl_command(second, f"start={start_url(site)}", "job=killed", settings=settings),
+            cwd=tmp_path,
+            env=crawl_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        urls = [item["url"] for item in done_first + read_items(second)]
+    # The killed process ran here: its leases were taken back as the job resumed, not
+    # once its heartbeat ran out.
+    requeued = re.search(r"\((\d+) leases of stopped processes requeued\)", resumed.stderr)
+    assert requeued and int(requeued.group(1)) > 0, resumed.stderr[-2000:]
+    # A page is done only once its item is in the file: none lost.
+    assert set(urls) == site.expected_pages()

@@ -6,10 +6,14 @@ import logging
 import threading
 
 import pytest
-from scrapy import Request
+from scrapy import Request, signals
+from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from crawlyx import settings as project
+from crawlyx.feeds import FileFeedStorage
+from crawlyx.items import PageItem
+from crawlyx.middlewares.lease import LeaseMiddleware
 from crawlyx.scheduler import Scheduler
 from crawlyx.spiders.site import SiteSpider
 from crawlyx.state import crawl_state
@@ -170,3 +174,32 @@ def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler)
     assert scheduler.stats.get_value("crawlyx/frontier/enqueued") == 3  # the page, 2 links
     assert scheduler.stats.get_value("crawlyx/frontier/duplicates") == 1
     assert table.queued() == 3
+
+
+def test_a_page_is_done_only_once_its_item_is_out(scheduler):
+    crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
+    lease = LeaseMiddleware.from_crawler(crawler)
+    for n, scraped in ((1, signals.item_scraped), (2, signals.item_dropped), (3, None)):
+        scheduler.enqueue_request(Request(f"http://127.0.0.1:9/page{n}", spider.parse))
+        request = scheduler.next_request()
+        fp = request.meta[LEASE_META]
+        response = HtmlResponse(request.url, body=b"<html></html>", request=request)
+        item = PageItem(url=request.url)
+        output = [Request("http://127.0.0.1:9/next", spider.parse)]
+        if scraped is not None:
+            output.append(item)
+        assert len(list(lease.process_spider_output(response, output))) == len(output)
+        if scraped is None:  # no item: done once the callback's output is consumed
+            assert table.state_of(fp) == b"d"
+            continue
+        assert table.state_of(fp) == b"l"  # the item carries the lease
+        crawler.signals.send_catch_log(scraped, item=item, response=response, spider=spider)
+        assert table.state_of(fp) == b"d"
+
+
+def test_feed_files_get_each_item_at_once(tmp_path):
+    path = tmp_path / "pages.jsonl"
+    file = FileFeedStorage(str(path), feed_options={"overwrite": True}).open(None)
+    file.write(b'{"url": "http://127.0.0.1:9/"}\n')
+    assert path.read_bytes() == b'{"url": "http://127.0.0.1:9/"}\n'  # not left in a buffer
+    file.close()

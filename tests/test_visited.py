@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import time
 import uuid
 
 import pytest
@@ -150,3 +153,36 @@ def test_pop_many_leases_in_queue_order_and_give_back_restores_it(state):
     table.give_back([(None, b"free")])
     assert table.pop() == (None, b"free")
     assert table.pop_many(5) == []
+
+
+def _lease_and_wait(url: str, job: str, ready) -> None:
+    table = VisitedTable(State(redis.Redis.from_url(url), job))
+    table.heartbeat()
+    table.pop()
+    ready.set()
+    time.sleep(60)  # killed before this ends
+
+
+def test_leases_of_a_process_killed_on_this_host_are_requeued_at_once(redis_url, state):
+    table = VisitedTable(state)
+    table.claim(fp(1), b"p1")
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    proc = ctx.Process(target=_lease_and_wait, args=(redis_url, state.job, ready))
+    proc.start()
+    assert ready.wait(30)
+    assert table.leased() == 1
+    assert table.retire_gone_neighbours() == 0  # alive: its lease stays
+    assert table.requeue_dead() == 0
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(10)
+    assert table.retire_gone_neighbours() == 1  # its heartbeat has 30 s left
+    assert table.requeue_dead() == 1
+    assert table.pop() == (fp(1), b"p1")
+
+
+def test_owners_elsewhere_are_left_to_their_heartbeat(state):
+    table = VisitedTable(state)
+    for owner in ("otherhost/pid:[1]-1-abcd1234", f"{table.owner.rsplit('-', 2)[0]}-x-y", "odd"):
+        VisitedTable(state, owner=owner).heartbeat()
+    assert table.retire_gone_neighbours() == 0

@@ -1,19 +1,30 @@
-"""Marks a page done in the visited table once its callback has run to the end.
+"""Marks a page done in the visited table once what it produced is out.
 
-A response's lease is released after the callback's whole output (items and new
-requests) has been consumed, or when the callback raises. Failed downloads are
-released by the spider's errback. Together they move every leased URL to done,
+A page with an item is done once the item is: written by the feed exporter
+(``item_scraped``, whose earlier handlers include the exporter's), or dropped or
+failed in a pipeline. So a crawl process killed outright never leaves a page done
+whose item was not written; at worst a written item's page is fetched again on
+resume. A page without an item is done once its callback's whole output (new
+requests included) has been consumed, or when the callback raises. Failed downloads
+are released by the spider's errback. Together they move every leased URL to done,
 which is what lets the crawl end: "queue empty and nothing leased".
 """
 
 from __future__ import annotations
 
-from crawlyx.visited import visited_table
+from itemadapter import is_item
+from scrapy import signals
+
+from crawlyx.visited import LEASE_META, visited_table
 
 
 class LeaseMiddleware:
     def __init__(self, crawler):
         self.crawler = crawler
+        # id(item) -> the lease it carries, until the item is written, dropped or failed.
+        self._carried: dict[int, str] = {}
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(self._item_out, signal=signal)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -21,12 +32,25 @@ class LeaseMiddleware:
 
     async def process_spider_output_async(self, response, result):
         async for item_or_request in result:
+            self._carry(response, item_or_request)
             yield item_or_request
         visited_table(self.crawler).release(response.request)
 
     def process_spider_output(self, response, result):
-        yield from result
+        for item_or_request in result:
+            self._carry(response, item_or_request)
+            yield item_or_request
         visited_table(self.crawler).release(response.request)
 
     def process_spider_exception(self, response, exception):
         visited_table(self.crawler).release(response.request)
+
+    def _carry(self, response, output) -> None:
+        """The page's first item takes its lease over from the request."""
+        if is_item(output) and LEASE_META in response.request.meta:
+            self._carried[id(output)] = response.request.meta.pop(LEASE_META)
+
+    def _item_out(self, item, **kwargs):
+        fp = self._carried.pop(id(item), None)
+        if fp is not None:
+            visited_table(self.crawler).done(fp)
