@@ -207,7 +207,10 @@ def start_embedded_redis(crawler) -> None:
 
 def _stop_unused(embedded: EmbeddedRedis) -> None:
     if not embedded.connected:  # otherwise the crawl's state shut it down
-        embedded.release(embedded.connect())
+        try:
+            embedded.release(embedded.connect())
+        except (RuntimeError, redis.RedisError, OSError) as exc:  # it never came up
+            logger.warning("Embedded Redis under %s: %s", embedded.data_dir, exc)
 
 
 def crawl_state(crawler) -> State:
