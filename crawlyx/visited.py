@@ -30,6 +30,7 @@ import uuid
 from collections import OrderedDict
 from weakref import WeakKeyDictionary
 
+from crawlyx.process import running
 from crawlyx.state import State, crawl_state
 
 FP_LEN = 40  # hex sha1
@@ -254,7 +255,7 @@ class VisitedTable:
         for key in self.redis.scan_iter(match=self.owner_prefix + "*", count=1000):
             owner = key.decode()[len(self.owner_prefix) :].rsplit("-", 2)  # home, pid, tag
             if len(owner) == 3 and owner[0] == home and owner[1].isdigit():
-                if not _running(int(owner[1])):
+                if not running(int(owner[1])):
                     gone.append(key)
         if gone:
             self.redis.delete(*gone)
@@ -295,16 +296,6 @@ def _home() -> str:
     except OSError:
         namespace = ""
     return f"{socket.gethostname()}/{namespace}"
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 _tables: WeakKeyDictionary = WeakKeyDictionary()

@@ -25,6 +25,7 @@ from scrapy import signals
 
 from crawlyx.markdown import LINK_STYLES
 from crawlyx.page import analyze
+from crawlyx.process import running
 
 
 def _start_worker(crawl_pid: int) -> None:
@@ -36,12 +37,9 @@ def _start_worker(crawl_pid: int) -> None:
 def _exit_with(crawl_pid: int) -> None:
     """A crawl process killed outright cannot stop its workers (nor they, waiting on the
     pool's queue, notice): they stop themselves, and the fork server follows."""
-    while True:
+    while running(crawl_pid):
         time.sleep(1.0)
-        try:
-            os.kill(crawl_pid, 0)
-        except ProcessLookupError:
-            os._exit(0)
+    os._exit(0)
 
 
 def _started() -> None:

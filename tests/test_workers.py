@@ -6,11 +6,14 @@ import asyncio
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 from crawlyx.fingerprint import url_fingerprint
+from crawlyx.process import running
 from crawlyx.workers import PageWorkers
 
 
@@ -53,20 +56,20 @@ def test_workers_stop_when_the_crawl_process_is_killed():
     crawl = ctx.Process(target=_start_and_report, args=(results,))
     crawl.start()
     pids = results.get(timeout=60)
-    assert pids and all(_alive(pid) for pid in pids)
+    assert pids and all(running(pid) for pid in pids)
     os.kill(crawl.pid, signal.SIGKILL)
     crawl.join(10)
     deadline = time.monotonic() + 15
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(_alive(pid) for pid in pids), "workers outlived the crawl process"
+    assert not any(running(pid) for pid in pids), "workers outlived the crawl process"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (exited, not yet reaped by the fork server) has stopped too.
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split(")")[-1].split()[0] != "Z"
+def test_a_zombie_is_not_running(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while running(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)  # exited: a zombie until it is reaped below
+    assert not running(child.pid)
+    child.wait()
+    assert running(os.getpid())
