@@ -65,7 +65,7 @@ def test_workers_stop_when_the_crawl_process_is_killed():
     assert not any(running(pid) for pid in pids), "workers outlived the crawl process"
 
 
-def test_a_zombie_is_not_running(tmp_path):
+def test_a_zombie_is_not_running():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 10
     while running(child.pid) and time.monotonic() < deadline:
