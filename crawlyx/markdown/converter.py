@@ -65,7 +65,7 @@ _CONVERTERS = {
     "dd": "convert_dd",
     "img": "convert_img",
     "q": "convert_q",
-    "figcaption": "convert_figcaption",
+    "figcaption": "convert_div",
     # table parts only matter for tables nested in a cell (flattened to text)
     "table": "convert_inline_table_part",
     "tr": "convert_inline_table_part",
@@ -368,9 +368,3 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         longest = max((len(run) for run in _re_backtick_runs.findall(text)), default=0)
         fence = "`" * max(3, longest + 1)
         return f"\n\n{fence}{code_language(el)}\n{text}\n{fence}\n\n"
-
-    def convert_figcaption(self, el, text, parent_tags):
-        if "_inline" in parent_tags:
-            return " " + text.strip() + " "
-        text = text.strip()
-        return "\n\n" + text + "\n\n" if text else ""
