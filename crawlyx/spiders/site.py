@@ -282,9 +282,8 @@ class SiteSpider(Spider):
         """The same page again, through the browser, under the same lease.
 
         The lease moves from the response's request (so the lease middleware does not
-        close it) to this one; the scheduler queues a ``dont_filter`` request with a
-        lease without a new claim, and it stays leased until this one is handled. The
-        analyzed HTTP version goes along, to be emitted if the browser fails.
+        close it) to this one (see :meth:`_again`), and it stays leased until this one is
+        handled. The analyzed HTTP version goes along, to be emitted if the browser fails.
         """
         meta = {"depth": depth, "crawlyx_referrer": referrer, **self.browser_meta}
         lease = response.meta.pop(LEASE_META, None)
@@ -294,13 +293,12 @@ class SiteSpider(Spider):
         if render.keepable(kept):
             meta[render.HTTP_PAGE_META] = kept
         self.crawler.stats.inc_value("crawlyx/render/requested")
-        return Request(
-            response.url,
-            callback=self.parse,
-            errback=self.on_error,
-            meta=meta,
-            dont_filter=True,
-        )
+        return self._again(response.url, meta)
+
+    def _again(self, url: str, meta: dict) -> Request:
+        """The same page fetched again, under the lease ``meta`` carries: the scheduler
+        queues a ``dont_filter`` request with a lease without a new claim."""
+        return Request(url, callback=self.parse, errback=self.on_error, meta=meta, dont_filter=True)
 
     def _render_failed(self, request, detail: str):
         """The browser failed on ``request``: record it, and emit the HTTP version kept in
@@ -319,13 +317,7 @@ class SiteSpider(Spider):
             for key in ("crawlyx_anchor", LEASE_META):
                 if key in request.meta:
                     meta[key] = request.meta.pop(key)
-            yield Request(
-                request.url,
-                callback=self.parse,
-                errback=self.on_error,
-                meta=meta,
-                dont_filter=True,
-            )
+            yield self._again(request.url, meta)
             return
         try:
             depth = request.meta.get("depth", 0)
