@@ -134,8 +134,7 @@ class VisitedTable:
         self.owner_prefix = state.key("owner:")
         self._sync = self.redis.register_script(_SYNC)
         # Claims and pushes not sent yet: the next round trip carries them.
-        self._pending: list[bytes] = []
-        self._pending_claims = 0
+        self._pending: list[bytes] = []  # (b"c" claim or b"p" push, fp, message) flat
         self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
         self._unlease = self.redis.register_script(_UNLEASE)
         self._offered: OrderedDict[str, None] = OrderedDict()
@@ -164,8 +163,8 @@ class VisitedTable:
     def claim_later(self, fp: str, payload: bytes) -> None:
         """:meth:`claim`, sent with this process's next round trip to Redis (every
         method below that talks to Redis sends what is pending first)."""
-        self._pending += (b"c", fp.encode(), fp.encode() + payload)
-        self._pending_claims += 1
+        key = fp.encode()
+        self._pending += (b"c", key, key + payload)
 
     def push(self, fp: str | None, payload: bytes) -> None:
         """Queue without claiming: a request this process already holds the lease of
@@ -177,14 +176,15 @@ class VisitedTable:
     def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list]:
         """One round trip: send what is pending, mark ``done`` fingerprints done and pop
         up to ``pop`` requests. Returns (claims won, leases released, popped messages)."""
-        pending, claims = self._pending, self._pending_claims
+        pending = self._pending
         if not (pending or done or pop):
             return [], [], []
         won, released, popped = self._sync(
             keys=[self.visited_key, self.queue_key, self.leases_key],
             args=[self.owner, pop, len(done), *done, *pending],
         )
-        self._pending, self._pending_claims = [], 0  # kept for a retry if Redis failed
+        self._pending = []  # only once sent: a failed call keeps it for the next
+        claims = pending[::3].count(b"c")
         if claims and self.stats is not None:
             self.stats.inc_value("crawlyx/frontier/enqueued", sum(won))
             self.stats.inc_value("crawlyx/frontier/duplicates", claims - sum(won))
