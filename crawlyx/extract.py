@@ -39,7 +39,7 @@ CHROME_ROLES = {
 
 # Class or id words that name boilerplate, and words that name content (which win).
 _BOILERPLATE = re.compile(
-    r"cookie|consent|gdpr|share|sharing|social|comment|disqus|related|recommend|"
+    r"(?<![a-z])(?:cookie|consent|gdpr|share|sharing|social|comment|disqus|related|recommend|"
     r"newsletter|subscribe|signup|sign-up|sidebar|breadcrumb|navbar|menu|masthead|"
     r"advert|\bads?\b|ad-slot|adslot|sponsor|promo|popup|modal|pagination|pager|"
     r"toolbar|skip-link|site-header|site-footer|global-header|global-footer|"
@@ -48,9 +48,11 @@ _BOILERPLATE = re.compile(
     r"byline|reading-time|read-time|post-meta|entry-meta|article-meta|author-card|"
     r"author-box|author-info|\bbio\b|feedback|helpful|\bvotes?\b|noprint|editsection|"
     r"user-info|user-card|usercard|signature|avatar|reflist|mw-references|"
-    r"\bnav\b|footer|\bheader\b",
+    r"\bnav\b|footer|\bheader\b)",
     re.IGNORECASE,
 )
+# Asides that belong to the text: footnotes, admonitions, callouts.
+_CONTENT_ASIDE = re.compile(r"footnote|admonition|callout|\bnote\b|\btip\b|warning", re.I)
 # A class or id token that names a content container ("entry-content", "post-body",
 # "markdown-body"), judged per token so "article-votes" is not content.
 _CONTENT = re.compile(
@@ -72,6 +74,11 @@ _CONTAINERS = frozenset(
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
+# Shares of the text that decide: the child the container search descends into, the
+# containers of one boilerplate name that are content after all, the link lists that are.
+CONTENT_SHARE = 0.75
+NAMED_SHARE = 0.5
+LINK_LISTS_SHARE = 0.5
 
 
 def _text(el) -> str:
@@ -103,6 +110,14 @@ def _drop(el) -> None:
 
 def _names(el) -> str:
     return f"{el.get('class', '')} {el.get('id', '')}"
+
+
+def _judged_names(el) -> str:
+    """The class and id of a container; a section's id is the slug of its heading
+    ("cookies", "migrating-to-2-x"): it names the section's subject, not its role."""
+    if el.tag == "section" or "section" in el.get("class", "").split():
+        return el.get("class", "")
+    return _names(el)
 
 
 def _boilerplate_name(names: str) -> bool:
@@ -138,8 +153,34 @@ def _is_permalink(el) -> bool:
     return False
 
 
+def _inside(el, tags):
+    for ancestor in el.iterancestors(*tags):
+        return ancestor
+    return None
+
+
+def _measure(root) -> dict:
+    """(words, words inside links) of every element under ``root``, in one pass."""
+    stats: dict = {}
+    for el in reversed(list(root.iter())):
+        if not isinstance(el.tag, str):
+            continue
+        words = len(el.text.split()) if el.text else 0
+        links = 0
+        for child in el:
+            if child.tail:
+                words += len(child.tail.split())
+            if isinstance(child.tag, str):
+                child_words, child_links = stats[child]
+                words += child_words
+                links += child_links
+        stats[el] = (words, words if el.tag == "a" else links)
+    return stats
+
+
 def _prune(body) -> None:
     """Step 1: remove what is never content."""
+    _noscript(body)
     for el in list(body.iter(*NEVER_CONTENT, etree.Comment)):
         _drop(el)
     total = max(_text_len(body), 1)
@@ -156,90 +197,90 @@ def _prune(body) -> None:
         chrome = tag in CHROME_TAGS or el.get("role", "").lower() in CHROME_ROLES
         if tag == "header" and _inside(el, ("article", "main")) is None:
             chrome = True
-        if not chrome and tag in _CONTAINERS:
-            chrome = _boilerplate_name(_names(el))
-        if chrome and _text_len(el) < 0.5 * total:
+        if chrome and _text_len(el) < 0.5 * total and not _CONTENT_ASIDE.search(_names(el)):
             _drop(el)
+    _prune_by_name(body)
 
 
-def _inside(el, tags):
-    for ancestor in el.iterancestors(*tags):
-        return ancestor
-    return None
+def _noscript(body) -> None:
+    """A page whose text is mostly inside ``<noscript>`` serves its content there (forum
+    software does, for clients without JavaScript): keep it. Otherwise it is a fallback
+    ("enable JavaScript", tracking pixels) and goes with the scripts."""
+    fallbacks = [el for el in body.iter("noscript") if _inside(el, ("noscript",)) is None]
+    inside = sum(_text_len(el) for el in fallbacks)
+    if inside and inside > _text_len(body) - inside:
+        for el in fallbacks:
+            el.tag = "div"
+
+
+def _prune_by_name(body) -> None:
+    """Containers whose class or id names boilerplate, judged against what is left once
+    chrome by element is gone. A container is kept when it, or the containers of the
+    same name together, hold most of that text: a thread's posts may be "comments", a
+    shop's product grid "related"."""
+    stats = _measure(body)
+    total = max(stats[body][0], 1)
+    groups: dict[str, list] = {}
+    flagged: set = set()
+    for el in body.iter(*_CONTAINERS):
+        if _boilerplate_name(_judged_names(el)) and not any(
+            a in flagged for a in el.iterancestors()
+        ):
+            flagged.add(el)
+            groups.setdefault(el.get("class") or el.get("id"), []).append(el)
+    for group in groups.values():
+        if sum(stats[el][0] for el in group) < NAMED_SHARE * total:
+            for el in group:
+                _drop(el)
 
 
 def _container(body):
-    """Step 2: the element that holds the main content."""
-    total = max(_text_len(body), 1)
-    for el in body.iter("main"):
-        if _text_len(el) >= 0.4 * total:
-            return el
-    for el in body.iter():
-        if isinstance(el.tag, str) and el.get("role", "").lower() == "main":
-            if _text_len(el) >= 0.4 * total:
-                return el
-    articles = [a for a in body.iter("article") if _inside(a, ("article",)) is None]
-    if articles:
-        best = max(articles, key=_text_len)
-        if _text_len(best) >= 0.4 * total:
-            return best
-    return _best_scored(body, total)
+    """Step 2: the element that holds the main content: from the body down, into the
+    child that holds most of the text outside links (:data:`CONTENT_SHARE`), until no
+    child does. That is where the content's parts meet: an article's paragraphs, a
+    thread's posts, a listing's items, a reference page's sections."""
+    stats = _measure(body)
 
+    def text(el):
+        words, links = stats[el]
+        return words - links
 
-def _best_scored(body, total):
-    """Readability-style scoring: paragraphs vote for their parent and grandparent."""
-    scores: dict = {}
-    for p in body.iter("p", "pre", "td", "blockquote", "li", "dd"):
-        words = _text_len(p)
-        if words < 8:
-            continue
-        score = 1 + _text(p).count(",") + min(words / 20, 3)
-        parent = p.getparent()
-        if parent is None:
-            continue
-        scores[parent] = scores.get(parent, 0) + score
-        grand = parent.getparent()
-        if grand is not None:
-            scores[grand] = scores.get(grand, 0) + score / 2
-    if not scores:
-        return body
-    best, best_score = body, 0.0
-    for el, score in scores.items():
-        words = _text_len(el)
-        density = _link_text_len(el) / max(words, 1)
-        score *= 1 - min(density, 1)
-        if score > best_score:
-            best, best_score = el, score
-    # A container that is only part of the content: climb while the parent adds
-    # substantial non-link text (split articles, text beside the best block).
-    while best is not body:
-        parent = best.getparent()
-        if parent is None:
+    el = body
+    while text(el) > 0:
+        children = [c for c in el if isinstance(c.tag, str)]
+        if not children:
             break
-        gained = _text_len(parent) - _link_text_len(parent)
-        if gained > 1.3 * (_text_len(best) - _link_text_len(best)):
-            best = parent
-        else:
+        child = max(children, key=text)
+        if text(child) < CONTENT_SHARE * text(el):
             break
-    return best
+        el = child
+    return el
 
 
 def _drop_link_lists(root) -> None:
     """Step 3: blocks that are mostly links (related, tags, more-from, file listings,
-    badge rows). Lists and tables of links go at half link text; other blocks at 70%."""
-    for el in list(root.iter(*_BLOCKS)):
-        if el is root or el.getparent() is None:
+    badge rows). Lists and tables of links go at half link text; other blocks at 70%.
+    When such blocks are most of the container, they are the content (an index, a
+    table of contents, a product grid) and stay."""
+    stats = _measure(root)
+    found = []
+    for el in root.iter(*_BLOCKS):
+        if el is root or any(a in found for a in el.iterancestors()):
             continue
         links = sum(1 for _ in el.iter("a"))
         if links < 3:
             continue
         if el.tag in ("ul", "ol") and _inside(el, ("li",)) is not None:
             continue  # a nested list of a larger list: judged with it
-        words = _text_len(el)
+        words, link_words = stats[el]
         tabular = el.tag in ("ul", "ol", "table", "dl") and links >= 5
         limit = 0.5 if tabular else 0.7
-        if not words or _link_text_len(el) / words > limit:
-            _drop(el)
+        if not words or link_words / words > limit:
+            found.append(el)
+    if sum(stats[el][0] for el in found) > LINK_LISTS_SHARE * stats[root][0]:
+        return
+    for el in found:
+        _drop(el)
 
 
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—·:»]\s+")
