@@ -79,6 +79,7 @@ _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
 CONTENT_SHARE = 0.75
 NAMED_SHARE = 0.5
 LINK_LISTS_SHARE = 0.5
+HIDDEN_PROSE_WORDS = 15
 
 
 def _text(el) -> str:
@@ -139,6 +140,15 @@ def _is_hidden(el) -> bool:
     return bool(names and _SCREEN_READER.search(names))
 
 
+def _is_prose(el) -> bool:
+    """Text, not a menu: a hidden block of prose is a tab, an accordion or a "read more"
+    the reader opens; screen-reader text and aria-hidden decoration are never prose."""
+    if el.get("aria-hidden") == "true" or _SCREEN_READER.search(el.get("class", "")):
+        return False
+    words = _text_len(el)
+    return words >= HIDDEN_PROSE_WORDS and _link_text_len(el) <= 0.4 * words
+
+
 def _is_permalink(el) -> bool:
     """A heading's permalink ("¶") or a footnote marker ("[2]") pointing into the page."""
     if el.tag == "a":
@@ -188,17 +198,26 @@ def _prune(body) -> None:
         if el.getparent() is None or not isinstance(el.tag, str):
             continue  # already removed with an ancestor
         tag = el.tag
-        if _is_hidden(el) or _is_permalink(el):
+        if (_is_hidden(el) and not _is_prose(el)) or _is_permalink(el):
             _drop(el)
             continue
         if tag == "form" and _text_len(el) < 0.5 * total:
             _drop(el)
             continue
-        chrome = tag in CHROME_TAGS or el.get("role", "").lower() in CHROME_ROLES
-        if tag == "header" and _inside(el, ("article", "main")) is None:
-            chrome = True
-        if chrome and _text_len(el) < 0.5 * total and not _CONTENT_ASIDE.search(_names(el)):
-            _drop(el)
+        role = el.get("role", "").lower()
+        header = role == "banner" or (tag == "header" and _inside(el, ("article", "main")) is None)
+        if not (header or tag in CHROME_TAGS or role in CHROME_ROLES):
+            continue
+        if _CONTENT_ASIDE.search(_names(el)):
+            continue
+        # Navigation, sidebars and footers go however long they are (a short page's
+        # sidebar outweighs it) unless the page's heading or main part is inside; a page
+        # header may hold a landing page's pitch. Those stay when they are most of the text.
+        if (header or el.find(".//h1") is not None or el.find(".//main") is not None) and (
+            _text_len(el) >= 0.5 * total
+        ):
+            continue
+        _drop(el)
     _prune_by_name(body)
 
 
