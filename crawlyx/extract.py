@@ -51,6 +51,8 @@ _BOILERPLATE = re.compile(
     r"\bnav\b|footer|\bheader\b)",
     re.IGNORECASE,
 )
+# Hidden blocks that a reader opens.
+_PANEL = re.compile(r"tab|panel|accordion|collaps|expand|toggle|answer", re.IGNORECASE)
 # Asides that belong to the text: footnotes, admonitions, callouts.
 _CONTENT_ASIDE = re.compile(r"footnote|admonition|callout|\bnote\b|\btip\b|warning", re.I)
 # A class or id token that names a content container ("entry-content", "post-body",
@@ -141,12 +143,22 @@ def _is_hidden(el) -> bool:
 
 
 def _is_prose(el) -> bool:
-    """Text, not a menu: a hidden block of prose is a tab, an accordion or a "read more"
-    the reader opens; screen-reader text and aria-hidden decoration are never prose."""
+    """A hidden block the reader opens: a tab, an accordion's panel, a "read more". It
+    holds prose (not a menu) and is named so, or is one of a set (its siblings of the
+    same class are the other tabs). A lone hidden note, screen-reader text and
+    aria-hidden decoration are not."""
     if el.get("aria-hidden") == "true" or _SCREEN_READER.search(el.get("class", "")):
         return False
     words = _text_len(el)
-    return words >= HIDDEN_PROSE_WORDS and _link_text_len(el) <= 0.4 * words
+    if words < HIDDEN_PROSE_WORDS or _link_text_len(el) > 0.4 * words:
+        return False
+    if _PANEL.search(f"{_names(el)} {el.get('role', '')}"):
+        return True
+    parent = el.getparent()
+    return any(
+        other is not el and other.tag == el.tag and other.get("class") == el.get("class")
+        for other in parent
+    )
 
 
 def _is_permalink(el) -> bool:
