@@ -82,6 +82,7 @@ CONTENT_SHARE = 0.75
 NAMED_SHARE = 0.5
 LINK_LISTS_SHARE = 0.5
 HIDDEN_PROSE_WORDS = 15
+ARTICLE_WORDS = 150
 
 
 def _text(el) -> str:
@@ -259,8 +260,14 @@ def _prune_by_name(body) -> None:
         ):
             flagged.add(el)
             groups.setdefault(el.get("class") or el.get("id"), []).append(el)
+    # Prose outside every named container: an article that comments follow.
+    article = sum(
+        stats[p][0]
+        for p in body.iter("p")
+        if stats[p][0] >= 10 and not any(a in flagged for a in p.iterancestors())
+    )
     for group in groups.values():
-        if sum(stats[el][0] for el in group) < NAMED_SHARE * total:
+        if article >= ARTICLE_WORDS or sum(stats[el][0] for el in group) < NAMED_SHARE * total:
             for el in group:
                 _drop(el)
 
