@@ -47,12 +47,15 @@ _BOILERPLATE = re.compile(
     r"rating|reviews?-widget|carousel|toc\b|table-of-contents|on-this-page|"
     r"byline|reading-time|read-time|post-meta|entry-meta|article-meta|author-card|"
     r"author-box|author-info|\bbio\b|feedback|helpful|\bvotes?\b|noprint|editsection|"
-    r"user-info|user-card|usercard|signature|avatar|reflist|mw-references|"
+    r"user-?(?:info|card|details|extras|stats)|usercard|postprofile|poster-?info|"
+    r"signature|avatar|reflist|mw-references|"
     r"\bnav\b|footer|\bheader\b)",
     re.IGNORECASE,
 )
 # Hidden blocks that a reader opens.
 _PANEL = re.compile(r"tab|panel|accordion|collaps|expand|toggle|answer", re.IGNORECASE)
+# A documentation generator's table of contents (Sphinx's toctree, a local contents).
+_TABLE_OF_CONTENTS = re.compile(r"toctree|\bcontents\b")
 # Asides that belong to the text: footnotes, admonitions, callouts.
 _CONTENT_ASIDE = re.compile(r"footnote|admonition|callout|\bnote\b|\btip\b|warning", re.I)
 # A class or id token that names a content container ("entry-content", "post-body",
@@ -151,12 +154,12 @@ def _is_prose(el) -> bool:
     if el.get("aria-hidden") == "true" or _SCREEN_READER.search(el.get("class", "")):
         return False
     words = _text_len(el)
-    if words < HIDDEN_PROSE_WORDS or _link_text_len(el) > 0.4 * words:
+    if not words or _link_text_len(el) > 0.4 * words:
         return False
     if _PANEL.search(f"{_names(el)} {el.get('role', '')}"):
         return True
     parent = el.getparent()
-    return any(
+    return words >= HIDDEN_PROSE_WORDS and any(
         other is not el and other.tag == el.tag and other.get("class") == el.get("class")
         for other in parent
     )
@@ -301,6 +304,10 @@ def _drop_link_lists(root) -> None:
     When such blocks are most of the container, they are the content (an index, a
     table of contents, a product grid) and stay."""
     stats = _measure(root)
+    contents = set()
+    for el in root.iter():
+        if isinstance(el.tag, str) and _TABLE_OF_CONTENTS.search(el.get("class", "")):
+            contents.update(el.iter(), el.iterancestors())
     found = []
     for el in root.iter(*_BLOCKS):
         if el is root or any(a in found for a in el.iterancestors()):
@@ -310,6 +317,8 @@ def _drop_link_lists(root) -> None:
             continue
         if el.tag in ("ul", "ol") and _inside(el, ("li",)) is not None:
             continue  # a nested list of a larger list: judged with it
+        if el.find(".//li/ul") is not None or el.find(".//li/ol") is not None or el in contents:
+            continue  # a table of contents (a tree of links) is not a rail of links
         words, link_words = stats[el]
         tabular = el.tag in ("ul", "ol", "table", "dl") and links >= 5
         limit = 0.5 if tabular else 0.7

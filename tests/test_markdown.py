@@ -333,14 +333,20 @@ def test_unknown_custom_elements_keep_their_text():
 # ---------------------------------------------------------------- images
 
 
-def test_images_become_alt_text():
+def test_images_are_alt_text_only_as_uncaptioned_figures():
     html = (
         "<p>Logo: <img src='/logo.png' alt='ACME logo'> and <img src='/spacer.gif'>.</p>"
-        "<a href='/home'><img src='/h.png' alt='Home'></a>"
+        "<a href='/home'><span><img src='/h.png' alt='Home'></span></a>"
         "<a href='/empty'><img src='/e.png'></a>"
+        "<a href='/p/1'><img src='/p1.jpg' alt='Red kettle, front view'> Red kettle</a>"
+        "<figure><img src='/chart.png' alt='Sales by month'></figure>"
+        "<figure><img src='/cat.jpg' alt='A cat'><figcaption>Our cat</figcaption></figure>"
     )
     out = md(html)
-    assert out == "Logo: ACME logo and .\n\n[Home](https://example.com/home)\n"
+    assert out.startswith("Logo:  and .\n\n")
+    assert "[Red kettle](https://example.com/p/1)\n\nSales by month\n\nOur cat\n" in out
+    for alt in ("ACME logo", "Home", "front view", "A cat"):
+        assert alt not in out
     assert "![" not in out and ".png" not in out
 
 
@@ -386,7 +392,8 @@ def test_no_html_tags_left():
         "<abbr title='t'>c</abbr> <u>d</u> <mark>e</mark> <small>f</small> <sup>g</sup> "
         "<button>h</button> <label>i</label><input value='v'> <select><option>j</option>"
         "</select> <video src='v.mp4'>k</video> <picture><source srcset='x'>"
-        "<img alt='l'></picture> <details><summary>m</summary>n</details> "
+        "<img alt='x'></picture> <figure><img alt='l'></figure> "
+        "<details><summary>m</summary>n</details> "
         "<dl><dt>o</dt><dd>p</dd></dl> <![CDATA[q]]> <?php echo 1 ?>"
         "<p>literal &lt;div&gt; text and a &lt; b</p></div>"
     )
@@ -464,7 +471,7 @@ def _realistic_page() -> str:
         f"<body><nav><ul>{nav}</ul></nav><main><h1>Main</h1>{paras}"
         f"<table><thead><tr><th>k</th><th>v</th></tr></thead><tbody>{rows}</tbody></table>"
         "<pre><code class='language-python'>def f(a_b):\n    return a_b * 2</code></pre>"
-        "</main><footer><img src='/l.png' alt='Logo'></footer></body></html>"
+        "</main><footer><a href='/'><img src='/l.png' alt='Logo'></a></footer></body></html>"
     )
 
 
@@ -478,7 +485,7 @@ def test_realistic_page_structure():
     assert "[a link](https://example.com/docs/guide/rel/7)" in out
     assert "\n| k | v |\n| --- | --- |\n| 0 | v\\|0 |\n" in out
     assert "```python\ndef f(a_b):\n    return a_b * 2\n```" in out
-    assert out.endswith("Logo\n")
+    assert out.endswith("```\n")  # the footer's logo link has no text: nothing
     assert "var s" not in out and "\nT\n" not in out
 
 

@@ -278,6 +278,14 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         return url
 
     def convert_img(self, el, text, parent_tags):
+        # An image is its alt text only where it is a figure's content and no caption
+        # says what it shows. Elsewhere it is a product shot, a logo, an icon or
+        # decoration: a reader never sees its alt, and the text beside it says it.
+        figure = el.parent
+        while figure is not None and figure.name != "figure":
+            figure = figure.parent
+        if figure is None or figure.elements("figcaption"):
+            return ""
         alt = el.get("alt")
         if not isinstance(alt, str):
             return ""
