@@ -598,7 +598,11 @@ def extractors(with_trafilatura: bool) -> dict[str, Extractor]:
 
     found: dict[str, Extractor] = {"crawlyx": page_markdown}
     if with_trafilatura:
-        import trafilatura
+        try:
+            import trafilatura
+        except ImportError:
+            print("trafilatura is not installed: crawlyx alone", file=sys.stderr)
+            return found
 
         def trafilatura_markdown(html: str, url: str) -> str:
             return trafilatura.extract(html, url=url, output_format="markdown",

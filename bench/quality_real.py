@@ -39,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+from docs_quality import extractors  # noqa: E402
+
 Extractor = Callable[[str, str], str]
 
 # Markdown as text: link and image targets, emphasis, code and table marks, escapes.
@@ -139,26 +141,6 @@ def load_trafilatura_eval(root: Path) -> list[Page]:
             )
         )
     return pages
-
-
-def extractors(with_trafilatura: bool) -> dict[str, Extractor]:
-    from crawlyx.extract import page_markdown
-
-    found: dict[str, Extractor] = {"crawlyx": page_markdown}
-    if with_trafilatura:
-        try:
-            import trafilatura
-        except ImportError:
-            print("trafilatura is not installed: crawlyx alone", file=sys.stderr)
-            return found
-
-        def run_trafilatura(html: str, url: str) -> str:
-            return trafilatura.extract(html, url=url, output_format="markdown",
-                                       include_tables=True, include_links=True,
-                                       include_formatting=True) or ""  # fmt: skip
-
-        found[f"trafilatura {trafilatura.__version__}"] = run_trafilatura
-    return found
 
 
 @dataclass
