@@ -3,15 +3,14 @@
 Policy, in order:
 
 1. Drop what is never content: scripts and styles, forms and controls, hidden elements
-   (``hidden``, ``aria-hidden``, ``display:none``), page chrome by element or ARIA role
-   (nav, aside, footer, the page header, menus, dialogs), and blocks whose class or id
-   names a kind of boilerplate (cookie/consent banners, share bars, comments, related or
-   recommended lists, newsletter boxes, breadcrumbs, ads). A block that holds most of the
-   page's text is never dropped on its name alone.
-2. Pick the container: a ``<main>`` / ``role=main`` or the largest ``<article>`` when it
-   holds most of the text; otherwise the block that scores best on text density (long
-   paragraphs, few links), in the manner of readability.
-3. Inside it, drop link lists (blocks that are mostly links and several of them).
+   (but a hidden tab or accordion panel), navigation, sidebars, footers and dialogs, the
+   page header unless it is most of the page, and blocks whose class or id names a kind
+   of boilerplate (cookie banners, share bars, comments, related lists, ads...) unless the
+   blocks of that name are most of the text and no article stands beside them. Text
+   served inside ``<noscript>`` is read there when it is most of the page.
+2. Find the container from the body down: into the child that holds most of the text
+   outside links, until no child does.
+3. Inside it, drop rails of links, unless they are most of it or a table of contents.
 4. The page's title is the top heading, exactly once.
 
 The chosen subtree is converted by :mod:`crawlyx.markdown`. Blocks that repeat across
