@@ -29,14 +29,14 @@ DEFAULT_CORPUS = ROOT / "tests" / "corpus"
 
 # "](target)" or "](target "title")" of a markdown link or image: the target is dropped,
 # the link text stays.  Targets may contain balanced parentheses (Wikipedia URLs).
-_re_link_target = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
+LINK_TARGET = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
 _MARKDOWN_SYNTAX = str.maketrans({c: " " for c in "#*`|[]()>-_"})
 _re_word = re.compile(r"\w+")
 
 
 def tokens(text: str) -> list[str]:
     """Lower-cased words of ``text`` with markdown syntax and link targets removed."""
-    text = _re_link_target.sub("] ", text)
+    text = LINK_TARGET.sub("] ", text)
     return _re_word.findall(text.translate(_MARKDOWN_SYNTAX).lower())
 
 

@@ -40,11 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from docs_quality import extractors  # noqa: E402
+from quality import LINK_TARGET  # noqa: E402
 
 Extractor = Callable[[str, str], str]
 
 # Markdown as text: link and image targets, emphasis, code and table marks, escapes.
-_LINK_TARGET = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
 _REFERENCE_DEF = re.compile(r"^\[\d+\]: \S+$", re.MULTILINE)
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
 _LINE_MARKS = re.compile(r"^(?:\s*(?:#{1,6}|>|[-*+]|\d+\.)\s+)+", re.MULTILINE)
@@ -55,7 +55,7 @@ _WORD = re.compile(r"\w+")
 
 def plain_text(markdown: str) -> str:
     """The text a reader sees in ``markdown``: no link targets, marks or escapes."""
-    text = _REFERENCE_DEF.sub("", _LINK_TARGET.sub("]", markdown))
+    text = _REFERENCE_DEF.sub("", LINK_TARGET.sub("]", markdown))
     text = _TABLE_RULE.sub("", text)
     text = _LINE_MARKS.sub("", text)
     text = _INLINE_MARKS.sub("", text.replace("|", " "))

@@ -274,12 +274,12 @@ def _prune_by_name(body) -> None:
                 _drop(el)
 
 
-def _container(body):
+def _container(body, stats):
     """Step 2: the element that holds the main content: from the body down, into the
     child that holds most of the text outside links (:data:`CONTENT_SHARE`), until no
     child does. That is where the content's parts meet: an article's paragraphs, a
-    thread's posts, a listing's items, a reference page's sections."""
-    stats = _measure(body)
+    thread's posts, a listing's items, a reference page's sections. ``stats`` is
+    :func:`_measure` of ``body``."""
 
     def text(el):
         words, links = stats[el]
@@ -297,12 +297,12 @@ def _container(body):
     return el
 
 
-def _drop_link_lists(root) -> None:
+def _drop_link_lists(root, stats) -> None:
     """Step 3: blocks that are mostly links (related, tags, more-from, file listings,
     badge rows). Lists and tables of links go at half link text; other blocks at 70%.
     When such blocks are most of the container, they are the content (an index, a
-    table of contents, a product grid) and stay."""
-    stats = _measure(root)
+    table of contents, a product grid) and stay. ``stats`` is :func:`_measure` of a tree
+    that holds ``root``."""
     contents = set()
     for el in root.iter():
         if isinstance(el.tag, str) and _TABLE_OF_CONTENTS.search(el.get("class", "")):
@@ -383,8 +383,9 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     title = page_title(doc)
     base = doc.find(".//base[@href]")
     _prune(body)
-    root = _container(body)
-    _drop_link_lists(root)
+    stats = _measure(body)
+    root = _container(body, stats)
+    _drop_link_lists(root, stats)
     root = _ensure_title(root, title)
     return element_to_markdown(root, url, links, base.get("href") if base is not None else None)
 
