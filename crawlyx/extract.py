@@ -299,7 +299,8 @@ def _container(body, stats):
 
 def _drop_link_lists(root, stats) -> None:
     """Step 3: blocks that are mostly links (related, tags, more-from, file listings,
-    badge rows). Lists and tables of links go at half link text; other blocks at 70%.
+    badge rows, a paragraph that is one link behind a label). Lists and tables of links
+    go at half link text; other blocks at 70%.
     When such blocks are most of the container, they are the content (an index, a
     table of contents, a product grid) and stay. ``stats`` is :func:`_measure` of a tree
     that holds ``root``."""
@@ -312,13 +313,17 @@ def _drop_link_lists(root, stats) -> None:
         if el is root or any(a in found for a in el.iterancestors()):
             continue
         links = sum(1 for _ in el.iter("a"))
+        words, link_words = stats[el]
+        if el.tag == "p" and links == 1 and link_words >= 3 and words - link_words <= 5:
+            if link_words >= 0.6 * words:
+                found.append(el)  # "Read more: <a>another story</a>"
+            continue
         if links < 3:
             continue
         if el.tag in ("ul", "ol") and _inside(el, ("li",)) is not None:
             continue  # a nested list of a larger list: judged with it
         if el.find(".//li/ul") is not None or el.find(".//li/ol") is not None or el in contents:
             continue  # a table of contents (a tree of links) is not a rail of links
-        words, link_words = stats[el]
         tabular = el.tag in ("ul", "ol", "table", "dl") and links >= 5
         limit = 0.5 if tabular else 0.7
         if not words or link_words / words > limit:
