@@ -78,6 +78,7 @@ _CONTAINERS = frozenset(
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 # Shares of the text that decide: the child the container search descends into, the
 # containers of one boilerplate name that are content after all, the link lists that are.
 CONTENT_SHARE = 0.75
@@ -291,8 +292,8 @@ def _container(body, stats):
         if not children:
             break
         child = max(children, key=text)
-        if text(child) < CONTENT_SHARE * text(el):
-            break
+        if text(child) < CONTENT_SHARE * text(el) or child.tag in _HEADINGS:
+            break  # a heading is never the content: on a page of links, it is the rest
         el = child
     return el
 

@@ -88,3 +88,19 @@ def test_title_added_once_when_the_content_has_no_h1():
 @pytest.mark.parametrize("page", ["", "   ", "<html></html>", "\x00\x01garbage", b"\xff\xfe<p>x"])
 def test_malformed_input_never_raises(page):
     assert isinstance(page_markdown(page, URL), str)
+
+
+def test_a_page_that_is_a_heading_and_links_keeps_its_links():
+    # A short docs page made of a list of links: its sidebar (a longer blurb) goes, and
+    # the content is the list, not the heading, which holds the only text outside links.
+    links = "".join(f"<li><a href='/m/{i}.html'>module {i}</a></li>" for i in range(8))
+    page = (
+        "<html><body><div class='body' role='main'><h1>All modules</h1>"
+        f"<ul>{links}</ul></div><div class='sphinxsidebar' role='navigation'>"
+        "<p>Requests is an elegant and simple HTTP library for Python, built for humans "
+        "and maintained by volunteers around the world.</p></div></body></html>"
+    )
+    out = page_markdown(page, "https://docs.example/modules.html")
+    assert out.startswith("# All modules\n")
+    assert "- [module 7](https://docs.example/m/7.html)" in out
+    assert "elegant" not in out
