@@ -78,7 +78,7 @@ _CONTAINERS = frozenset(
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_LEAVES = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "p"})
 # Shares of the text that decide: the child the container search descends into, the
 # containers of one boilerplate name that are content after all, the link lists that are.
 CONTENT_SHARE = 0.75
@@ -86,6 +86,8 @@ NAMED_SHARE = 0.5
 LINK_LISTS_SHARE = 0.5
 HIDDEN_PROSE_WORDS = 15
 ARTICLE_WORDS = 150
+LEAD_WORDS = 30
+LEAD_SHARE = 0.1
 
 
 def _text(el) -> str:
@@ -292,10 +294,25 @@ def _container(body, stats):
         if not children:
             break
         child = max(children, key=text)
-        if text(child) < CONTENT_SHARE * text(el) or child.tag in _HEADINGS:
-            break  # a heading is never the content: on a page of links, it is the rest
+        if text(child) < CONTENT_SHARE * text(el) or child.tag in _LEAVES:
+            break  # a heading or one paragraph is never the content, only part of it
+        if _prose_before(el, child, stats) >= max(LEAD_WORDS, LEAD_SHARE * text(child)):
+            break  # a lead or an intro above the body belongs with it
         el = child
     return el
+
+
+def _prose_before(el, child, stats) -> int:
+    """Words of the paragraphs of prose in ``el`` that come before ``child``."""
+    words = 0
+    for p in el.iter("p", child.tag):
+        if p is child:
+            break
+        if p.tag == "p":
+            p_words, p_links = stats[p]
+            if p_words >= 8 and p_links <= 0.3 * p_words:
+                words += p_words
+    return words
 
 
 def _drop_link_lists(root, stats) -> None:

@@ -104,3 +104,26 @@ def test_a_page_that_is_a_heading_and_links_keeps_its_links():
     assert out.startswith("# All modules\n")
     assert "- [module 7](https://docs.example/m/7.html)" in out
     assert "elegant" not in out
+
+
+def test_a_lead_above_the_body_stays_with_it():
+    # News sites put the lead (standfirst) above the body's container: the container
+    # search stops above both. The teasers after the article still go.
+    body = "".join(
+        f"<p>Paragraph {i} of the story tells, at some length and in plain words, what the "
+        f"council decided on the new tram line and why it matters to the town.</p>"
+        for i in range(12)
+    )
+    page = (
+        "<html><body><article><h1>Tram line approved</h1>"
+        "<p class='intro'>The council has approved a tram line through the old town, ending "
+        "a decade of debate about how people should cross the river each day, and the first "
+        "trams are due to run in three years.</p>"
+        f"<div class='longText'>{body}</div></article>"
+        "<div class='teasers'><a href='/a'>Bus fares rise</a> <a href='/b'>Bridge closes</a> "
+        "<a href='/c'>Mayor resigns</a></div></body></html>"
+    )
+    out = page_markdown(page, "https://news.example/tram")
+    assert "ending a decade of debate" in out
+    assert "Paragraph 11 of the story" in out
+    assert "Mayor resigns" not in out
