@@ -47,8 +47,8 @@ Extractor = Callable[[str, str], str]
 # Markdown as text: link and image targets, emphasis, code and table marks, escapes.
 _REFERENCE_DEF = re.compile(r"^\[\d+\]: \S+$", re.MULTILINE)
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
-_LINE_MARKS = re.compile(r"^(?:\s*(?:#{1,6}|>|[-*+]|\d+\.)\s+)+", re.MULTILINE)
-_INLINE_MARKS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)|`+|~~|!?\[|\]")
+_LINE_MARKS = re.compile(r"^(?:\s*(?:#{1,6}|>|[-*+])\s+)+", re.MULTILINE)
+_INLINE_MARKS = re.compile(r"(?<!\\)(?:\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)|`+|~~|!?\[|\])")
 _TABLE_RULE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|)+\s*$", re.MULTILINE)
 _WORD = re.compile(r"\w+")
 
