@@ -43,7 +43,7 @@ _BOILERPLATE = re.compile(
     r"advert|\bads?\b|ad-slot|adslot|sponsor|promo|popup|modal|pagination|pager|"
     r"toolbar|skip-link|site-header|site-footer|global-header|global-footer|"
     r"most-read|trending|popular|outbrain|taboola|author-bio|about-author|\btags?\b|"
-    r"rating|reviews?-widget|carousel|toc\b|table-of-contents|on-this-page|"
+    r"rating|reviews?-widget|carousel|teaser|toc\b|table-of-contents|on-this-page|"
     r"byline|reading-time|read-time|post-meta|entry-meta|article-meta|author-card|"
     r"author-box|author-info|\bbio\b|feedback|helpful|\bvotes?\b|noprint|editsection|"
     r"user-?(?:info|card|details|extras|stats)|usercard|postprofile|poster-?info|"
