@@ -258,19 +258,21 @@ def _prune_by_name(body) -> None:
     stats = _measure(body)
     total = max(stats[body][0], 1)
     groups: dict[str, list] = {}
-    flagged: set = set()
-    for el in body.iter(*_CONTAINERS):
-        if _boilerplate_name(_judged_names(el)) and not any(
-            a in flagged for a in el.iterancestors()
-        ):
-            flagged.add(el)
+    article = 0  # words of prose outside every named container: an article comments follow
+    walk = [iter(body)]  # document order, not below a named container
+    while walk:
+        el = next(walk[-1], None)
+        if el is None:
+            walk.pop()
+            continue
+        if not isinstance(el.tag, str):
+            continue
+        if el.tag == "p" and stats[el][0] >= 10:
+            article += stats[el][0]
+        if el.tag in _CONTAINERS and _boilerplate_name(_judged_names(el)):
             groups.setdefault(el.get("class") or el.get("id"), []).append(el)
-    # Prose outside every named container: an article that comments follow.
-    article = sum(
-        stats[p][0]
-        for p in body.iter("p")
-        if stats[p][0] >= 10 and not any(a in flagged for a in p.iterancestors())
-    )
+            continue  # judged with its container
+        walk.append(iter(el))
     for group in groups.values():
         if article >= ARTICLE_WORDS or sum(stats[el][0] for el in group) < NAMED_SHARE * total:
             for el in group:
