@@ -22,6 +22,7 @@ Routes:
 * ``/robots.txt``, ``/sitemap.xml``
 * ``/_stats``                JSON counters, ``/_stats?full=1`` adds per-resource and per-URL
                              counts; ``/_reset`` clears them. Neither is counted nor delayed.
+* ``/_robots_down?s=S``      robots.txt answers 503 for the next S seconds (an outage)
 * anything else              404 (``/missing/{k}`` is linked from a few pages)
 
 Only the standard library is used: asyncio streams with a minimal HTTP/1.1 parser
@@ -427,6 +428,7 @@ class Server:
         self.site: Site | None = None
         self.latency = latency
         self.stats = Stats()
+        self.robots_down_until = 0.0  # monotonic time until which robots.txt answers 503
         self.writers: set[asyncio.StreamWriter] = set()
 
     def _response(
@@ -494,10 +496,15 @@ class Server:
             return keep_alive
 
         key, path, pairs = canonicalize(target)
-        if path in ("/_stats", "/_reset"):
+        if path in ("/_stats", "/_reset", "/_robots_down"):
             if path == "/_reset":
                 self.stats.reset()
+                self.robots_down_until = 0.0
                 body = b'{"reset": true}\n'
+            elif path == "/_robots_down":  # robots.txt answers 503 for the next s seconds
+                seconds = float(dict(pairs).get("s", "0"))
+                self.robots_down_until = time.monotonic() + seconds
+                body = json.dumps({"robots_down_s": seconds}).encode() + b"\n"
             else:
                 full = dict(pairs).get("full", "") not in ("", "0")
                 body = json.dumps(self.stats.snapshot(full)).encode() + b"\n"
@@ -506,6 +513,8 @@ class Server:
             return keep_alive
 
         kind, status, ctype, body = self.site.route(path, pairs)
+        if kind == "robots" and time.monotonic() < self.robots_down_until:
+            status, ctype, body = 503, "text/plain", b"unavailable\n"
         self.stats.record(target, key, kind, status, 0 if is_head else len(body))
         if self.latency > 0:
             await asyncio.sleep(self.latency)
