@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from types import SimpleNamespace
 
 import pytest
 from scrapy import Request, signals
@@ -191,8 +192,37 @@ def watch_round_trips(table) -> list[dict]:
     return round_trips
 
 
+def engine_over(scheduler):
+    """The engine's part the lease middleware uses: scheduling a request."""
+    return SimpleNamespace(crawl=scheduler.enqueue_request)
+
+
+def test_a_page_without_item_is_released_with_the_claims_of_its_links(scheduler):
+    crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
+    crawler.engine = engine_over(scheduler)
+    lease = LeaseMiddleware.from_crawler(crawler)
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/sitemap.xml", spider.parse))
+    request = scheduler.next_request()
+    fp = request.meta[LEASE_META]
+    response = HtmlResponse(request.url, body=b"<urlset/>", request=request)
+    links = [Request(f"http://127.0.0.1:9/listed{n}", spider.parse) for n in range(3)]
+    round_trips = watch_round_trips(table)
+    passed_on = []
+    for output in lease.process_spider_output(response, iter(links)):
+        # Scheduled by the middleware as they come: nothing left for the scraper to do
+        # after the output ends, when the lease is released.
+        passed_on.append(output)
+        assert table.state_of(fp) == b"l"
+    assert passed_on == []
+    assert len(round_trips) == 1  # the claims and the release, atomically
+    assert table.state_of(fp) == b"d"
+    for link in links:
+        assert table.state_of(scheduler.fingerprinter.fingerprint(link).hex()) == b"q"
+
+
 def test_a_page_is_done_only_once_its_item_is_out(scheduler):
     crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
+    crawler.engine = engine_over(scheduler)
     lease = LeaseMiddleware.from_crawler(crawler)
     for n, scraped in ((1, signals.item_scraped), (2, signals.item_dropped), (3, None)):
         scheduler.enqueue_request(Request(f"http://127.0.0.1:9/page{n}", spider.parse))
@@ -203,7 +233,7 @@ def test_a_page_is_done_only_once_its_item_is_out(scheduler):
         output = [Request("http://127.0.0.1:9/next", spider.parse)]
         if scraped is not None:
             output.append(item)
-        assert len(list(lease.process_spider_output(response, output))) == len(output)
+        assert list(lease.process_spider_output(response, output)) == output[1:]
         if scraped is None:  # no item: done once the callback's output is consumed
             assert table.state_of(fp) == b"d"
             continue
