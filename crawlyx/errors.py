@@ -29,6 +29,7 @@ ERROR_CLASSES = (
     "render",
     "parse",
     "opted_out",
+    "out_of_scope",
 )
 
 

@@ -99,10 +99,18 @@ class Scheduler(RedisScheduler):
         if lease == fp:
             # A redirect to another spelling of the same page (/docs -> /docs/).
             return self._push(lease, request)
+        claimed = self._claim(fp, request)
         if lease is not None:
-            # A redirect elsewhere: the page that redirected is handled; its target
-            # is claimed like any discovered URL.
+            # A redirect elsewhere (its hop passed crawlyx.middlewares.redirect): the page
+            # that redirected is handled, and accounted for by its target (the target's
+            # item or error, or the page already crawled under that URL). It is released
+            # after its target's claim, in the same round trip: a process killed in
+            # between leaves the lease to be requeued, never the target lost.
+            self.stats.inc_value("crawlyx/frontier/redirected")
             self.visited.done(lease)
+        return claimed
+
+    def _claim(self, fp, request) -> bool:
         if self.visited.known(fp):
             self.stats.inc_value("crawlyx/frontier/duplicates")
             return False

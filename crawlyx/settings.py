@@ -94,6 +94,11 @@ DOWNLOADER_MIDDLEWARES = {
     # and its process_exception sees every failed attempt before RetryMiddleware
     # (550) turns it into a retry.
     "crawlyx.middlewares.window.WindowMiddleware": 950,
+    # Every redirect hop is held to the crawl's scope, allow/deny and trap rules.
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "crawlyx.middlewares.redirect.MetaRefreshMiddleware": 580,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "crawlyx.middlewares.redirect.RedirectMiddleware": 600,
 }
 SPIDER_MIDDLEWARES = {
     "crawlyx.middlewares.lease.LeaseMiddleware": 10,

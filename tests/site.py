@@ -50,10 +50,15 @@ class QuietHandler(BaseHTTPRequestHandler):
 class Site:
     """Pages by id: (path, query) -> id, and id -> (status, headers, body)."""
 
-    def __init__(self, port: int, latency: float = 0.0, generated: int = 0):
+    def __init__(
+        self, port: int, latency: float = 0.0, generated: int = 0, redirects: dict | None = None
+    ):
         self.port = port
         self.latency = latency
         self.generated = generated
+        # Extra redirects, path -> Location, linked from the home page unless an earlier
+        # one leads there.
+        self.redirects = redirects or {}
         self.base = f"http://localhost:{port}"
         self.counts: Counter[str] = Counter()
         self.agents: dict[str, set[str]] = {}
@@ -101,6 +106,8 @@ class Site:
             return 302, {"Location": "/about"}, ""
         if rid == "/old":
             return 301, {"Location": "/new"}, ""
+        if rid in self.redirects:
+            return 302, {"Location": self.redirects[rid]}, ""
         if rid == "/file.pdf":
             return 200, "application/pdf", "%PDF-1.4 not html"
         if rid == "/ctype":
@@ -117,6 +124,9 @@ class Site:
             return 404, "text/html", "<html><body>not found</body></html>"
         if not self.generated:
             links = [link for link in links if not link.startswith("/gen/")]
+        if rid == "/":
+            targets = list(self.redirects.values())
+            links = links + [p for i, p in enumerate(self.redirects) if p not in targets[:i]]
         title = "Home" if rid == "/" else rid
         anchors = "\n".join(
             f'<a href="{href.format(b=b, port=self.port)}">{href}</a>' for href in links

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -238,3 +240,50 @@ def test_bad_settings_stop_the_crawl_with_one_line(site, crawl, setting, named):
     assert result.returncode == 2
     assert named in result.log and "Traceback" not in result.log
     assert not result.items and not site.counts
+
+
+def test_redirect_hops_are_held_to_the_crawls_rules(crawl, tmp_path):
+    errors = tmp_path / "errors.jsonl"
+    with SiteServer() as other:
+        elsewhere = f"http://127.0.0.1:{other.port}/about"  # another origin, same address
+        redirects = {
+            "/go": elsewhere,
+            "/go-denied": "/deep/1",
+            "/go-trap": "/t/x/x/x/x",
+            "/loop/a": "/loop/b",  # only /loop/a is linked
+            "/loop/b": "/loop/a",
+        }
+        with SiteServer(redirects=redirects) as site:
+            result = crawl(f"start={start_url(site)}", "deny=/deep/", f"errors={errors}")
+    assert result.returncode == 0, result.log[-3000:]
+    # The start URL's own redirect to another origin is followed: it fixes the scope.
+    assert f"{site.base}/" in result.urls
+    # No hop off the rules is requested: not the other origin, not its robots.txt.
+    assert not other.counts
+    assert not any(url.startswith("http://127.0.0.1") for url in result.urls)
+    assert "/deep/1" not in site.counts and "/t/x/x/x/x" not in site.counts
+    lines = [json.loads(line) for line in errors.read_text().splitlines()]
+    by_rid = {_rid(site, line["url"]): line for line in lines}
+    assert len(by_rid) == len(lines)  # one line per URL
+    assert by_rid["/go"]["class"] == "out_of_scope" and elsewhere in by_rid["/go"]["detail"]
+    assert by_rid["/go-denied"]["class"] == "out_of_scope"
+    assert by_rid["/go-trap"]["class"] == "trap"
+    # A loop: each of its URLs fetched once and recorded once.
+    assert by_rid["/loop/a"]["class"] == by_rid["/loop/b"]["class"] == "trap"
+    assert "/loop/a -> " in by_rid["/loop/a"]["detail"]
+    assert site.counts["/loop/a"] == site.counts["/loop/b"] == 1
+    for error_class in ("out_of_scope", "trap"):
+        count = sum(1 for line in lines if line["class"] == error_class)
+        assert result.stat(f"crawlyx/error/{error_class}") == str(count)
+    # Every fetched URL is accounted for: an item, an error, a resource that is not a
+    # page, or a redirect followed to its target (/redirect-me to a page crawled anyway).
+    not_pages = {"/robots.txt", "/sitemap_index.xml", "/sitemap-pages.xml", "/sitemap.xml"}
+    followed = set(site.counts) - {_rid(site, u) for u in result.urls} - set(by_rid)
+    assert followed - not_pages - {"/file.pdf"} == {"/start", "/redirect-me", "/old"}
+    # Those three, and the loop's first hop.
+    assert result.stat("crawlyx/frontier/redirected") == "4"
+
+
+def _rid(site, url: str) -> str:
+    parts = urlsplit(url)
+    return site.resource(parts.netloc, parts.path, parts.query)

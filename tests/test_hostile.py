@@ -36,6 +36,8 @@ def test_hostile_site(crawl, tmp_path, bomb):
     assert "noai" in by_url["/noai"]["detail"]
     assert by_url["/xrobots"]["class"] == "opted_out"
     assert by_url["/deep/a/a/a/a/page"]["class"] == "trap"
+    assert by_url["/loop-a"]["class"] == by_url["/loop-b"]["class"] == "trap"
+    assert site.counts["/loop-a"] == site.counts["/loop-b"] == 1
     assert any(url.startswith("/long?q=") and e["class"] == "trap" for url, e in by_url.items())
     calendar_traps = [e for url, e in by_url.items() if url.startswith("/calendar")]
     assert len(calendar_traps) == 1 and calendar_traps[0]["class"] == "trap"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from types import SimpleNamespace
 
 import pytest
 from scrapy import Request, signals
@@ -85,14 +86,23 @@ def test_not_finished_while_another_live_process_holds_a_lease(scheduler):
     assert request.url == "http://127.0.0.1:9/theirs"
 
 
-def test_redirect_releases_the_lease_and_claims_the_target(scheduler):
-    spider = scheduler.spider
+def test_redirect_releases_the_lease_with_the_claim_of_the_target(scheduler):
+    spider, table = scheduler.spider, scheduler.visited
     scheduler.enqueue_request(Request("http://127.0.0.1:9/old", spider.parse))
     request = scheduler.next_request()
     old_fp = request.meta[LEASE_META]
     redirected = request.replace(url="http://127.0.0.1:9/new")
+    new_fp = scheduler.fingerprinter.fingerprint(redirected).hex()
+    round_trips = watch_round_trips(table)
     assert scheduler.enqueue_request(redirected)
-    assert scheduler.visited.state_of(old_fp) == b"d"
+    # One round trip (one Lua script, applied atomically) claims the target, then
+    # releases the lease: there is no moment with the lease done and the target unclaimed.
+    assert len(round_trips) == 1
+    args = round_trips[0]["args"]
+    dones = args[3 : 3 + int(args[2])]
+    assert dones == [old_fp] and args[3 + len(dones) :][:2] == [b"c", new_fp.encode()]
+    assert table.state_of(old_fp) == b"d" and table.state_of(new_fp) == b"q"
+    assert scheduler.stats.get_value("crawlyx/frontier/redirected") == 1
     target = scheduler.next_request()
     assert target.url == "http://127.0.0.1:9/new"
     assert target.meta[LEASE_META] != old_fp
@@ -165,9 +175,7 @@ def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler)
         assert scheduler.enqueue_request(link)  # sent later: no round trip yet
     theirs = scheduler.fingerprinter.fingerprint(links[1]).hex()
     assert VisitedTable(table.state, owner="other").claim(theirs, b"found there first")
-    round_trips = []
-    script = table._sync
-    table._sync = lambda **kwargs: round_trips.append(kwargs) or script(**kwargs)
+    round_trips = watch_round_trips(table)
     table.release(page)
     assert len(round_trips) == 1
     assert table.state_of(lease) == b"d"
@@ -176,8 +184,45 @@ def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler)
     assert table.queued() == 3
 
 
+def watch_round_trips(table) -> list[dict]:
+    """The arguments of each round trip ``table`` makes to Redis from now on."""
+    round_trips = []
+    script = table._sync
+    table._sync = lambda **kwargs: round_trips.append(kwargs) or script(**kwargs)
+    return round_trips
+
+
+def engine_over(scheduler):
+    """The engine's part the lease middleware uses: scheduling a request."""
+    return SimpleNamespace(crawl=scheduler.enqueue_request)
+
+
+def test_a_page_without_item_is_released_with_the_claims_of_its_links(scheduler):
+    crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
+    crawler.engine = engine_over(scheduler)
+    lease = LeaseMiddleware.from_crawler(crawler)
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/sitemap.xml", spider.parse))
+    request = scheduler.next_request()
+    fp = request.meta[LEASE_META]
+    response = HtmlResponse(request.url, body=b"<urlset/>", request=request)
+    links = [Request(f"http://127.0.0.1:9/listed{n}", spider.parse) for n in range(3)]
+    round_trips = watch_round_trips(table)
+    passed_on = []
+    for output in lease.process_spider_output(response, iter(links)):
+        # Scheduled by the middleware as they come: nothing left for the scraper to do
+        # after the output ends, when the lease is released.
+        passed_on.append(output)
+        assert table.state_of(fp) == b"l"
+    assert passed_on == []
+    assert len(round_trips) == 1  # the claims and the release, atomically
+    assert table.state_of(fp) == b"d"
+    for link in links:
+        assert table.state_of(scheduler.fingerprinter.fingerprint(link).hex()) == b"q"
+
+
 def test_a_page_is_done_only_once_its_item_is_out(scheduler):
     crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
+    crawler.engine = engine_over(scheduler)
     lease = LeaseMiddleware.from_crawler(crawler)
     for n, scraped in ((1, signals.item_scraped), (2, signals.item_dropped), (3, None)):
         scheduler.enqueue_request(Request(f"http://127.0.0.1:9/page{n}", spider.parse))
@@ -188,7 +233,7 @@ def test_a_page_is_done_only_once_its_item_is_out(scheduler):
         output = [Request("http://127.0.0.1:9/next", spider.parse)]
         if scraped is not None:
             output.append(item)
-        assert len(list(lease.process_spider_output(response, output))) == len(output)
+        assert list(lease.process_spider_output(response, output)) == output[1:]
         if scraped is None:  # no item: done once the callback's output is consumed
             assert table.state_of(fp) == b"d"
             continue

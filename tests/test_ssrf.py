@@ -769,8 +769,9 @@ def test_same_origin_redirects_to_private_addresses_are_refused(web, internal, c
     assert sorted(result.urls) == [base + "/", base + "/ok"]
     assert internal.paths == []
     assert {"/go", "/go2", "/go3", "/go4"} <= set(web.paths)
-    assert result.stat("crawlyx/error/ssrf_blocked") == "4"
-    assert result.stat("crawlyx/ssrf/blocked") == "4"
+    # Off the crawl's origin: refused before the guard is even asked.
+    assert result.stat("crawlyx/error/out_of_scope") == "4"
+    assert result.stat("crawlyx/error/ssrf_blocked") is None
     assert "its addresses 127.0.0.1 may be fetched" in result.log
 
 

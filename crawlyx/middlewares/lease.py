@@ -4,16 +4,22 @@ A page with an item is done once the item is: written by the feed exporter
 (``item_scraped``, whose earlier handlers include the exporter's), or dropped or
 failed in a pipeline. So a crawl process killed outright never leaves a page done
 whose item was not written; at worst a written item's page is fetched again on
-resume. A page without an item is done once its callback's whole output (new
-requests included) has been consumed, or when the callback raises. Failed downloads
-are released by the spider's errback. Together they move every leased URL to done,
-which is what lets the crawl end: "queue empty and nothing leased".
+resume. A page without an item is done once its callback's whole output has been
+consumed, or when the callback raises. Failed downloads are released by the spider's
+errback. Together they move every leased URL to done, which is what lets the crawl end:
+"queue empty and nothing leased".
+
+The requests a page yields are scheduled here, as they come, rather than by Scrapy's
+scraper, which schedules them from parallel tasks that may run after the output has
+ended. So a page's release always comes after the claims of the URLs it found, and goes
+to Redis in the same round trip: a process killed in between loses none of them. This
+middleware must stay the outermost (the lowest order), so that it sees the final output.
 """
 
 from __future__ import annotations
 
 from itemadapter import is_item
-from scrapy import signals
+from scrapy import Request, signals
 
 from crawlyx.visited import LEASE_META, visited_table
 
@@ -31,24 +37,29 @@ class LeaseMiddleware:
         return cls(crawler)
 
     async def process_spider_output_async(self, response, result):
-        async for item_or_request in result:
-            self._carry(response, item_or_request)
-            yield item_or_request
+        async for output in result:
+            if self._passed_on(response, output):
+                yield output
         visited_table(self.crawler).release(response.request)
 
     def process_spider_output(self, response, result):
-        for item_or_request in result:
-            self._carry(response, item_or_request)
-            yield item_or_request
+        for output in result:
+            if self._passed_on(response, output):
+                yield output
         visited_table(self.crawler).release(response.request)
 
     def process_spider_exception(self, response, exception):
         visited_table(self.crawler).release(response.request)
 
-    def _carry(self, response, output) -> None:
-        """The page's first item takes its lease over from the request."""
+    def _passed_on(self, response, output) -> bool:
+        """Schedule a request now; the page's first item takes its lease over from the
+        request. False for what need not go on to the scraper."""
+        if isinstance(output, Request):
+            self.crawler.engine.crawl(output)
+            return False
         if is_item(output) and LEASE_META in response.request.meta:
             self._carried[id(output)] = response.request.meta.pop(LEASE_META)
+        return True
 
     def _item_out(self, item, **kwargs):
         fp = self._carried.pop(id(item), None)

@@ -371,12 +371,10 @@ class SiteSpider(Spider):
         request = failure.request
         if _render_failure(failure, request):
             return self._render_failed(request, f"{type(failure.value).__name__}: {failure.value}")
-        self.errors.record(
-            request.url,
-            classify(failure),
-            f"{type(failure.value).__name__}: {failure.value}",
-            request.meta.get("crawlyx_referrer"),
-        )
+        detail = f"{type(failure.value).__name__}: {failure.value}"
+        # A refused redirect names the URLs it leaves unaccounted for (a loop's, all).
+        for url in getattr(failure.value, "urls", None) or [request.url]:
+            self.errors.record(url, classify(failure), detail, request.meta.get("crawlyx_referrer"))
         self.visited.release(request)
 
 

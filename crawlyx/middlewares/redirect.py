@@ -1,0 +1,105 @@
+"""Redirects held to the crawl's rules on every hop.
+
+Scrapy's redirect middlewares (``Location`` and meta refresh) follow any hop. A hop is
+a URL the crawl did not choose, so it gets the rules a link gets: the crawl's origin
+and allow/deny (class ``out_of_scope``) and the trap rules (class ``trap``). A hop back
+to a URL its own chain already requested is a loop (class ``trap``). A refused hop is
+never requested: the request that redirected fails with :class:`RedirectRefused`, and
+the spider's errback records it.
+
+The start URL's hops are the anchor: they decide the crawl's origin (apex -> www), so
+only the trap rules and loops apply to them. Requests the spider does not handle
+(robots.txt, fetched with ``NO_CALLBACK``) follow their redirects unchecked.
+
+A redirect that is followed needs no error: the redirecting URL is accounted for by
+its target (the target's item or error, or the target being a page already crawled),
+and counted in ``crawlyx/frontier/redirected`` (:mod:`crawlyx.scheduler`).
+"""
+
+from __future__ import annotations
+
+from scrapy.downloadermiddlewares import redirect
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
+
+from crawlyx.errors import CrawlyxIgnore
+from crawlyx.normalize import normalize_url
+
+
+class RedirectRefused(CrawlyxIgnore, IgnoreRequest):
+    """A redirect hop the crawl does not follow. ``urls``: the URLs it leaves with no
+    other account (the redirecting one; every URL of a loop)."""
+
+    def __init__(self, error_class: str, detail: str, urls: list[str]):
+        super().__init__(detail)
+        self.error_class = error_class
+        self.urls = urls
+
+
+class HopRules:
+    """Checks each hop of the Scrapy redirect middleware it is mixed into."""
+
+    def _redirect(self, redirected, request, reason):
+        redirected = super()._redirect(redirected, request, reason)  # the hop limit first
+        spider = self.crawler.spider
+        if request.callback is not NO_CALLBACK and hasattr(spider, "traps"):
+            _check_hop(spider, request, redirected.url)
+        return redirected
+
+
+class RedirectMiddleware(HopRules, redirect.RedirectMiddleware):
+    pass
+
+
+class MetaRefreshMiddleware(HopRules, redirect.MetaRefreshMiddleware):
+    pass
+
+
+def _check_hop(spider, request, target: str) -> None:
+    """Raise :class:`RedirectRefused` if ``request`` may not redirect to ``target``."""
+    try:
+        url = normalize_url(target)
+    except ValueError:
+        raise RedirectRefused("out_of_scope", f"redirects to {target}", [request.url]) from None
+    chain = [*request.meta.get("redirect_urls", ()), request.url]
+    loop = _loop(chain, target, url)
+    if loop:
+        path = " -> ".join([*chain[chain.index(loop[0]) :], target])
+        raise RedirectRefused("trap", f"redirect loop: {path}", loop)
+    trap = spider.traps.reason(url)
+    if trap is not None:
+        raise RedirectRefused("trap", f"redirects to {target}: {trap}", [request.url])
+    if request.meta.get("crawlyx_anchor"):
+        return
+    if not spider.in_scope(url):
+        detail = f"redirects to {target}, outside {spider.origin}"
+        raise RedirectRefused("out_of_scope", detail, [request.url])
+    if not spider.allowed(url):
+        detail = f"redirects to {target}, refused by allow/deny"
+        raise RedirectRefused("out_of_scope", detail, [request.url])
+
+
+def _loop(chain: list[str], target: str, url: str) -> list[str]:
+    """The URLs of the loop ``target`` (normalized: ``url``) closes in ``chain``, one per
+    page, or []. A hop to another spelling of the page being redirected is no loop
+    (/docs -> /docs/) unless that very spelling was requested already."""
+    pages = [_normalized(link) for link in chain]
+    if target in chain:
+        start = chain.index(target)
+    elif url in pages[:-1] and url != pages[-1]:
+        start = pages.index(url)
+    else:
+        return []
+    loop, seen = [], set()
+    for link, page in zip(chain[start:], pages[start:], strict=True):
+        if page not in seen:
+            seen.add(page)
+            loop.append(link)
+    return loop
+
+
+def _normalized(url: str) -> str | None:
+    try:
+        return normalize_url(url)
+    except ValueError:
+        return None
