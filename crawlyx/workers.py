@@ -32,6 +32,7 @@ from scrapy import signals
 from crawlyx.markdown import LINK_STYLES
 from crawlyx.page import analyze
 from crawlyx.process import running
+from crawlyx.sitemap import read_sitemap
 
 
 def _start_worker(crawl_pid: int) -> None:
@@ -91,6 +92,11 @@ class PageWorkers:
     async def read(self, page: str, url: str, scope: str | None) -> dict:
         """:func:`crawlyx.page.analyze` of the page, in a worker."""
         return await self.run(self.analyze, page, url, scope)
+
+    async def read_sitemap(self, body: bytes, max_bytes: int) -> tuple[str, list[str]]:
+        """:func:`crawlyx.sitemap.read_sitemap` of the document, in a worker."""
+        self._inc("crawlyx/workers/sitemaps")
+        return await self.run(read_sitemap, body, max_bytes)
 
     async def run(self, fn, *args):
         """``fn(*args)`` in a worker, through the deaths of workers.
@@ -166,7 +172,7 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     # forkserver: workers start from a clean interpreter, not a copy of the reactor,
     # its threads and its sockets.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["crawlyx.page"])
+    context.set_forkserver_preload(["crawlyx.page", "crawlyx.sitemap"])
     return ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,
