@@ -8,6 +8,11 @@ at a lower priority than the crawl process: it and Redis wait on each other for 
 claim and lease, and should not also wait for the CPU. Niced, not SCHED_IDLE: an idle
 class worker gets nothing while anything else on the machine is busy, and the crawl
 waits for its workers.
+
+A worker that dies (the OOM killer, a crash in a parser's C code) breaks the whole
+pool: every task in it fails, not only the one that killed it. The pool is rebuilt and
+the tasks it held are read again, one at a time (see :meth:`PageWorkers.run`), so a
+page that kills every worker reading it costs that page alone.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import multiprocessing
 import os
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from weakref import WeakKeyDictionary
 
@@ -26,6 +32,7 @@ from scrapy import signals
 from crawlyx.markdown import LINK_STYLES
 from crawlyx.page import analyze
 from crawlyx.process import running
+from crawlyx.sitemap import read_sitemap
 
 
 def _start_worker(crawl_pid: int) -> None:
@@ -46,42 +53,99 @@ def _started() -> None:
     """The warm-up task: submitting it makes the pool start a worker."""
 
 
+class WorkerDied(Exception):
+    """A worker died twice with the task in flight, the second time reading it alone."""
+
+
 class PageWorkers:
-    def __init__(self, workers: int, main_content: bool, links: str):
+    def __init__(self, workers: int, main_content: bool, links: str, crawler=None):
         if links not in LINK_STYLES:
             raise ValueError(
                 f"CRAWLYX_MARKDOWN_LINKS must be one of {', '.join(LINK_STYLES)}, not {links!r}"
             )
         self.workers = max(1, workers)
         self.analyze = partial(analyze, main_content=main_content, links=links)
+        self.crawler = crawler  # for its stats, if any
         self._pool: ProcessPoolExecutor | None = None
+        self._alone: ProcessPoolExecutor | None = None  # one worker, for suspects
+        self._one_at_a_time: asyncio.Lock | None = None
 
     @classmethod
-    def from_settings(cls, settings) -> PageWorkers:
+    def from_settings(cls, settings, crawler=None) -> PageWorkers:
         return cls(
             settings.getint("CRAWLYX_MARKDOWN_WORKERS") or (os.cpu_count() or 1),
             settings.getbool("CRAWLYX_MARKDOWN_MAIN_CONTENT"),
             settings.get("CRAWLYX_MARKDOWN_LINKS"),
+            crawler,
         )
+
+    @classmethod
+    def from_crawler(cls, crawler) -> PageWorkers:
+        return cls.from_settings(crawler.settings, crawler)
 
     @property
     def pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            # forkserver: workers start from a clean interpreter, not a copy of the
-            # reactor, its threads and its sockets.
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["crawlyx.page"])
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=context,
-                initializer=_start_worker,
-                initargs=(os.getpid(),),
-            )
+            self._pool = _new_pool(self.workers)
         return self._pool
 
     async def read(self, page: str, url: str, scope: str | None) -> dict:
         """:func:`crawlyx.page.analyze` of the page, in a worker."""
-        return await asyncio.wrap_future(self.pool.submit(self.analyze, page, url, scope))
+        return await self.run(self.analyze, page, url, scope)
+
+    async def read_sitemap(self, body: bytes, max_bytes: int) -> tuple[str, list[str]]:
+        """:func:`crawlyx.sitemap.read_sitemap` of the document, in a worker."""
+        self._inc("crawlyx/workers/sitemaps")
+        return await self.run(read_sitemap, body, max_bytes)
+
+    async def run(self, fn, *args):
+        """``fn(*args)`` in a worker, through the deaths of workers.
+
+        When a worker dies, the pool fails every task it holds and is rebuilt. Which
+        task killed it cannot be told, so each of them is a suspect, read again alone:
+        one at a time, in a pool of one worker that reads nothing else. A task in
+        flight for two deaths, the second alone, killed that worker itself: it fails
+        with :class:`WorkerDied` (its page recorded once as a ``parse`` error). An
+        innocent task is in flight for one death at most, whatever else was: the only
+        pool it can be in twice is the one where it is alone.
+        """
+        pool = self.pool
+        try:
+            return await asyncio.wrap_future(self._submit(pool, fn, *args))
+        except BrokenProcessPool:
+            self._rebuild(pool)
+        if self._one_at_a_time is None:
+            self._one_at_a_time = asyncio.Lock()
+        async with self._one_at_a_time:
+            self._inc("crawlyx/workers/reread")
+            if self._alone is None:
+                self._alone = _new_pool(1)
+            alone = self._alone
+            try:
+                return await asyncio.wrap_future(alone.submit(fn, *args))
+            except BrokenProcessPool:
+                self._alone = None
+                alone.shutdown(wait=False)
+                self._inc("crawlyx/workers/restarts")
+        raise WorkerDied("a worker died reading it, twice")
+
+    def _submit(self, pool: ProcessPoolExecutor, fn, *args) -> Future:
+        try:
+            return pool.submit(fn, *args)
+        except BrokenProcessPool:  # broken before the task got there: not a suspect
+            self._rebuild(pool)
+            return self.pool.submit(fn, *args)
+
+    def _rebuild(self, pool: ProcessPoolExecutor) -> None:
+        """Replace the broken ``pool``, once whichever of its tasks notices first."""
+        if self._pool is pool:
+            self._pool = None
+            pool.shutdown(wait=False)
+            self._inc("crawlyx/workers/restarts")
+
+    def _inc(self, key: str) -> None:
+        if self.crawler is not None:
+            self.crawler.stats.inc_value(key)
 
     def warm_up(self) -> None:
         """Start the workers now, before the first page is there to read, from a thread:
@@ -98,9 +162,23 @@ class PageWorkers:
             pass
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for pool in (self._pool, self._alone):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._alone = None
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    # forkserver: workers start from a clean interpreter, not a copy of the reactor,
+    # its threads and its sockets.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["crawlyx.page", "crawlyx.sitemap"])
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(os.getpid(),),
+    )
 
 
 _workers: WeakKeyDictionary = WeakKeyDictionary()
@@ -110,6 +188,6 @@ def page_workers(crawler) -> PageWorkers:
     """The crawl's one pool, built on first use and shut down when the engine stops."""
     workers = _workers.get(crawler)
     if workers is None:
-        workers = _workers[crawler] = PageWorkers.from_settings(crawler.settings)
+        workers = _workers[crawler] = PageWorkers.from_crawler(crawler)
         crawler.signals.connect(workers.close, signal=signals.engine_stopped)
     return workers

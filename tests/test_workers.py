@@ -10,11 +10,16 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.test import get_crawler
 
 from crawlyx.fingerprint import url_fingerprint
 from crawlyx.process import running
-from crawlyx.workers import PageWorkers
+from crawlyx.workers import PageWorkers, WorkerDied
+from tests.conftest import crawl_command, crawl_env, read_items
+from tests.site import SiteServer
 
 
 def _priority() -> int:
@@ -73,3 +78,98 @@ def test_a_zombie_is_not_running():
     assert not running(child.pid)
     child.wait()
     assert running(os.getpid())
+
+
+def _read_or_die(page: str) -> str:
+    """Reads a page slowly enough for others to be in flight with it; dies on poison."""
+    time.sleep(0.05)
+    if page.startswith("poison"):
+        os._exit(1)  # as the OOM killer would: no exception, no clean-up
+    return page.upper()
+
+
+def _read_all(workers: PageWorkers, pages: list[str]) -> list:
+    async def read_all():
+        return await asyncio.gather(
+            *(workers.run(_read_or_die, page) for page in pages), return_exceptions=True
+        )
+
+    try:
+        return asyncio.run(read_all())
+    finally:
+        workers.close()
+
+
+def _stats_crawler():
+    crawler = get_crawler()
+    crawler.stats = MemoryStatsCollector(crawler)
+    return crawler
+
+
+def test_a_page_that_kills_its_worker_fails_alone():
+    crawler = _stats_crawler()
+    workers = PageWorkers(2, main_content=True, links="inline", crawler=crawler)
+    pages = [f"page-{i}" for i in range(12)]
+    pages.insert(5, "poison")
+    results = dict(zip(pages, _read_all(workers, pages), strict=True))
+    assert isinstance(results.pop("poison"), WorkerDied)
+    assert results == {page: page.upper() for page in results}
+    # The shared pool once, then the pool where the poison page was read alone.
+    assert crawler.stats.get_value("crawlyx/workers/restarts") == 2
+    assert 1 <= crawler.stats.get_value("crawlyx/workers/reread") <= len(pages)
+
+
+def test_two_poison_pages_take_no_innocent_page_with_them():
+    workers = PageWorkers(2, main_content=True, links="inline")
+    pages = [f"page-{i}" for i in range(16)]
+    pages[3], pages[9] = "poison-a", "poison-b"
+    results = dict(zip(pages, _read_all(workers, pages), strict=True))
+    assert {page for page, result in results.items() if isinstance(result, WorkerDied)} == {
+        "poison-a",
+        "poison-b",
+    }
+    assert all(results[page] == page.upper() for page in pages if "poison" not in page)
+
+
+def _page_workers(crawl_pid: int) -> list[psutil.Process]:
+    """The crawl's page workers: the children of its fork server."""
+    crawl = psutil.Process(crawl_pid)
+    servers = {
+        child.pid
+        for child in crawl.children()
+        if "multiprocessing.forkserver" in " ".join(child.cmdline())
+    }
+    return [child for child in crawl.children(recursive=True) if child.ppid() in servers]
+
+
+def test_a_killed_worker_loses_no_page(tmp_path, redis_url):
+    with SiteServer(generated=60, latency=0.1) as site:
+        out = tmp_path / "pages.jsonl"
+        settings = {"CRAWLYX_REDIS_URL": redis_url, "CRAWLYX_MARKDOWN_WORKERS": 2}
+        command = crawl_command(
+            out, f"start=http://127.0.0.1:{site.port}/start", "sitemap=0", settings=settings
+        )
+        proc = subprocess.Popen(
+            command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 60
+            workers = []
+            while time.monotonic() < deadline and proc.poll() is None:
+                workers = _page_workers(proc.pid)
+                if workers and sum(site.counts.values()) >= 20:
+                    break
+                time.sleep(0.05)
+            assert workers and proc.poll() is None, "no worker to kill mid-crawl"
+            os.kill(workers[0].pid, signal.SIGKILL)  # as the OOM killer would
+            log = proc.communicate(timeout=120)[1]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        assert proc.returncode == 0, log[-2000:]
+        urls = [item["url"] for item in read_items(out)]
+    assert len(urls) == len(set(urls)), "a page was emitted twice"
+    assert set(urls) == site.expected_pages() - {f"{site.base}/orphan", f"{site.base}/sitemap-only"}
+    assert "'crawlyx/workers/restarts': " in log, log[-3000:]
+    assert "crawlyx/error/parse" not in log

@@ -14,8 +14,6 @@ from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.httperror import HttpError
-from scrapy.utils.gz import gunzip, gzip_magic_number
-from scrapy.utils.sitemap import Sitemap
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
@@ -342,25 +340,17 @@ class SiteSpider(Spider):
         request.meta["download_maxsize"] = self.sitemap_max_bytes
         return request
 
-    def parse_sitemap(self, response):
-        body = response.body
-        if gzip_magic_number(response):
-            try:
-                body = gunzip(body, max_size=self.sitemap_max_bytes)
-            except Exception:
-                self.logger.warning("Skipping sitemap %s: bad or oversized gzip", response.url)
-                return
+    async def parse_sitemap(self, response):
         try:
-            sitemap = Sitemap(body)
-        except Exception:
-            self.logger.warning("Skipping sitemap %s: not a sitemap document", response.url)
+            kind, locs = await self.workers.read_sitemap(response.body, self.sitemap_max_bytes)
+        except Exception as exc:  # bad gzip, not a sitemap, or it killed a worker
+            self.logger.warning("Skipping sitemap %s: %s", response.url, exc)
             return
-        for entry in sitemap:
-            loc = entry.get("loc", "").strip()
+        for loc in locs:
             url = self._scoped(loc)
             if url is None:
                 continue
-            if sitemap.type == "sitemapindex":
+            if kind == "sitemapindex":
                 yield self._sitemap_request(loc)
             elif self.allowed(url):
                 yield self._request(loc, depth=1, referrer=None)
