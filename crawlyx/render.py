@@ -49,7 +49,6 @@ CHROMIUM_ARGS = (
     "--disable-sync",
     "--no-first-run",
     "--disable-gpu",
-    "--no-sandbox",  # we run as root
     "--disable-default-apps",
     "--disable-extensions",
     "--disable-domain-reliability",
@@ -124,11 +123,7 @@ def configure(crawler, mode: str) -> str:
     settings.set("DOWNLOAD_HANDLERS", {"http": HANDLER, "https": HANDLER}, priority=priority)
     playwright = {
         "PLAYWRIGHT_BROWSER_TYPE": "chromium",
-        "PLAYWRIGHT_LAUNCH_OPTIONS": {
-            "executable_path": path,
-            "headless": True,
-            "args": list(CHROMIUM_ARGS),
-        },
+        "PLAYWRIGHT_LAUNCH_OPTIONS": launch_options(path),
         "PLAYWRIGHT_MAX_CONTEXTS": 1,
         "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": settings.getint("CRAWLYX_RENDER_MAX_PAGES"),
         "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": settings.getfloat("CRAWLYX_RENDER_TIMEOUT") * 1000,
@@ -144,6 +139,23 @@ def configure(crawler, mode: str) -> str:
         settings.getint("CRAWLYX_RENDER_MAX_PAGES"),
     )
     return mode
+
+
+def launch_options(path: str, euid: int | None = None) -> dict:
+    """``PLAYWRIGHT_LAUNCH_OPTIONS`` for the Chromium at ``path``, run by user ``euid``
+    (this process's by default).
+
+    Chromium's sandbox cannot start as root, so root runs it with ``--no-sandbox`` and
+    anyone else keeps the sandbox. Playwright adds ``--no-sandbox`` itself unless
+    ``chromium_sandbox`` is true, so that option is what decides.
+    """
+    root = (os.geteuid() if euid is None else euid) == 0
+    return {
+        "executable_path": path,
+        "headless": True,
+        "chromium_sandbox": not root,
+        "args": [*CHROMIUM_ARGS, "--no-sandbox"] if root else list(CHROMIUM_ARGS),
+    }
 
 
 def browser_meta(settings) -> dict:

@@ -335,6 +335,20 @@ def test_abort_request_keeps_the_browser_on_the_page_origin():
     assert abort(_Request("http://evil.test/", "document", "about:blank", first))
 
 
+def test_the_sandbox_is_off_only_for_root():
+    # Playwright passes --no-sandbox unless chromium_sandbox is true.
+    as_root = render.launch_options("/chromium", euid=0)
+    assert as_root["chromium_sandbox"] is False and "--no-sandbox" in as_root["args"]
+    for euid in (1, 1000):
+        user = render.launch_options("/chromium", euid=euid)
+        assert user["chromium_sandbox"] is True and "--no-sandbox" not in user["args"]
+        assert user["executable_path"] == "/chromium" and user["headless"] is True
+    assert "--no-sandbox" not in render.CHROMIUM_ARGS
+    # This process's own user decides by default, and that is what a crawl launches with.
+    here = render.launch_options("/chromium")
+    assert here == render.launch_options("/chromium", euid=os.geteuid())
+
+
 def test_browser_requests_and_kept_pages_pickle():
     from scrapy.settings import Settings
 
