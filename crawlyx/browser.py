@@ -8,6 +8,10 @@ The Playwright driver starts with the first page to render, not with the crawl: 
 ``render=auto`` crawl of a site without JavaScript shells never starts it. Installed by
 :func:`crawlyx.render.configure` only when the crawl may render; requests without
 ``meta["playwright"]`` go to Scrapy's own HTTP handler underneath.
+
+The browser reaches the network only through :class:`crawlyx.socks.SocksProxy`, started
+with the driver: it resolves with the crawl's resolver, so the SSRF guard covers every
+connection the browser makes (see :mod:`crawlyx.socks`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import asyncio
 from weakref import WeakKeyDictionary
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+from crawlyx.socks import SocksProxy
 
 _shared: WeakKeyDictionary = WeakKeyDictionary()
 
@@ -33,6 +39,8 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
         self._closed = False
         self._started = False
         self._start_lock = asyncio.Lock()
+        timeout = crawler.settings.getfloat("CRAWLYX_RENDER_TIMEOUT")
+        self._proxy = SocksProxy(timeout=timeout, stats=crawler.stats)
 
     async def _maybe_launch_in_thread(self) -> None:
         """At engine start (scrapy-playwright launches its driver here): nothing yet."""
@@ -40,6 +48,9 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
     async def _download_request(self, request, spider=None):
         async with self._start_lock:
             if not self._started:
+                # The browser, launched with the first page, connects through the proxy.
+                server = await self._proxy.start()
+                self.config.launch_options["proxy"] = {"server": server}
                 await self._launch()  # the Playwright driver; the browser comes next
                 self._started = True
         return await super()._download_request(request, spider)
@@ -49,3 +60,4 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
             return
         self._closed = True
         await super().close()
+        await self._proxy.close()

@@ -16,11 +16,9 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-import pytest
-
 from crawlyx import render
 from crawlyx.page import analyze
-from crawlyx.settings import CRAWLYX_CHROMIUM_PATH as CHROMIUM
+from tests.test_ssrf import Server
 
 JS_TEXT = "JS-WRITTEN-TEXT: this paragraph exists only after the script has run."
 JS_PAGE = """<!doctype html>
@@ -56,8 +54,9 @@ PLAIN_PAGE = """<!doctype html>
 class RenderSite:
     """Counts requests per path; ``/slow.js`` waits until the test ends."""
 
-    def __init__(self, links: list[str], slow: float = 30.0):
+    def __init__(self, links: list[str], slow: float = 30.0, redirects: dict | None = None):
         self.links = links
+        self.redirects = {"/moved": "/linked-from-js", **(redirects or {})}
         self.slow = slow
         self.counts: Counter[str] = Counter()
         self.released = threading.Event()
@@ -87,7 +86,7 @@ class RenderSite:
             return 200, "text/html", JS_PAGE.format(port=self.port)
         if path == "/app.js":
             return 200, "application/javascript", APP_JS
-        if path == "/moved":
+        if path in self.redirects:
             return 301, "text/html", ""
         if path == "/slow":
             return 200, "text/html", SLOW_PAGE
@@ -113,7 +112,7 @@ class RenderSite:
                     self.send_response(status)
                     self.send_header("Content-Type", ctype)
                     if status == 301:
-                        self.send_header("Location", "/linked-from-js")
+                        self.send_header("Location", site.redirects[path])
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -124,16 +123,6 @@ class RenderSite:
                 pass
 
         return Handler
-
-
-@pytest.fixture
-def chromium():
-    if not render.browser_available(CHROMIUM):
-        message = f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the render tests: {message}")
-        pytest.skip(message)
-    return CHROMIUM
 
 
 def run(crawl, tmp_path, site, mode, *args, settings=None):
@@ -235,6 +224,28 @@ def test_always_renders_every_page_and_refetches_over_http_on_failure(chromium, 
     assert [(e["url"], e["class"]) for e in result.errors] == [(f"{base}/slow", "render")]
     assert result.stat("crawlyx/frontier/lost_leases") is None
     print(f"render=always crawl: {result.seconds:.1f} s")
+
+
+def test_the_browser_cannot_follow_a_redirect_to_a_private_address(chromium, crawl, tmp_path):
+    # Playwright's request routing (and so the origin check) never sees the redirects the
+    # browser follows by itself: only the proxy the browser connects through stops this.
+    with Server("127.0.0.2") as internal:
+        secret = f"http://127.0.0.2:{internal.port}/secret"
+        internal.route("/secret", body="<html><body><h1>Secret</h1></body></html>")
+        with RenderSite(["/inside"], redirects={"/inside": secret}) as site:
+            result = run(crawl, tmp_path, site, "always", settings={"CRAWLYX_RENDER_TIMEOUT": 5})
+    assert result.returncode == 0, result.log[-3000:]
+    assert internal.paths == []  # nothing connected to 127.0.0.2, not even the browser
+    assert site.counts["/inside"] == 2  # in the browser, then over plain HTTP
+    assert result.stat("crawlyx/ssrf/browser_blocked") == "1"
+    assert "SSRF guard refused the browser a connection to 127.0.0.2:" in result.log
+    # The browser's failure is a failed render; the plain re-fetch is then refused too.
+    inside = f"{site.base}/inside"
+    errors = {(e["url"], e["class"]) for e in result.errors}
+    assert errors == {(inside, "render"), (secret, "ssrf_blocked")}, result.errors
+    assert len(result.errors) == 2
+    assert set(result.by_url) == {f"{site.base}/"}
+    assert result.by_url[f"{site.base}/"]["render"] == "browser"
 
 
 # -- before anything starts -----------------------------------------------------------------
