@@ -46,6 +46,10 @@ HTTP_PAGE_MAX_BYTES = 64 * 1024
 WAIT_UNTIL = ("load", "domcontentloaded", "networkidle")
 
 # Nothing leaves for anything but the page: no background services, updates or sync.
+# No --disable-features or --enable-features here: Chromium keeps only the last of each
+# switch, so ours would replace Playwright's lists (which turn off network time queries,
+# optimization hints, HTTPS upgrades of the crawl's http:// pages...). What Chromium still
+# fetches for itself goes to a proxy that serves nothing (crawlyx.browser).
 CHROMIUM_ARGS = (
     "--disable-background-networking",
     "--disable-component-update",
@@ -59,7 +63,6 @@ CHROMIUM_ARGS = (
     "--no-default-browser-check",
     "--no-pings",
     "--mute-audio",
-    "--disable-features=Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions",
 )
 
 BLOCKED_RESOURCES = frozenset({"image", "font", "media"})

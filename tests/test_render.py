@@ -360,6 +360,16 @@ def test_the_sandbox_is_off_only_for_root():
     assert here == render.launch_options("/chromium", euid=os.geteuid())
 
 
+def test_no_feature_switches_replace_playwrights():
+    # Chromium keeps only the last --disable-features (and --enable-features): one of ours
+    # would replace Playwright's lists, which stop network time queries, optimization
+    # hints and HTTPS upgrades of http:// pages, among others.
+    for options in (render.launch_options("/chromium", euid=0), render.launch_options("/c")):
+        switches = [arg.partition("=")[0] for arg in options["args"]]
+        assert "--disable-features" not in switches and "--enable-features" not in switches
+        assert len(switches) == len(set(switches))
+
+
 def test_browser_requests_and_kept_pages_pickle():
     from scrapy.settings import Settings
 
