@@ -15,7 +15,7 @@ HTTP handler, so plain requests are unchanged. In the browser, only the page's o
 origin is fetched, and never an image, a font or media (:func:`abort_request`). That
 check sees neither the redirects the browser follows nor the address a name resolves
 to: the SSRF guard is enforced below it, on every connection the browser makes, by the
-proxy it is launched with (:mod:`crawlyx.socks`).
+proxy its pages connect through (:mod:`crawlyx.socks`, :mod:`crawlyx.browser`).
 
 A render that fails (a browser error, a timeout, a crash, a navigation off the
 crawl's origin) is recorded as ``render`` and the page's HTTP version is emitted
@@ -153,8 +153,8 @@ def launch_options(path: str, euid: int | None = None) -> dict:
 
     Chromium's sandbox cannot start as root, so root runs it with ``--no-sandbox`` and
     anyone else keeps the sandbox. Playwright adds ``--no-sandbox`` itself unless
-    ``chromium_sandbox`` is true, so that option is what decides. The proxy is added
-    when the browser is launched (:class:`crawlyx.browser.BrowserHandler`).
+    ``chromium_sandbox`` is true, so that option is what decides. The proxies are
+    added when the browser is launched (:class:`crawlyx.browser.BrowserHandler`).
     """
     root = (os.geteuid() if euid is None else euid) == 0
     return {

@@ -19,13 +19,19 @@ this proxy as its proxy server, and it is then the only thing the browser connec
 
 A refused connection is answered "not allowed by ruleset"; the browser sees a failed
 request. IPv6 literals are refused: the crawl's resolver answers IPv4 only.
+
+A proxy may also be given the only hosts it serves (``allowed_hosts``): any other host is
+refused before it is looked up, so no DNS query is ever sent for it. The browser's own
+traffic (update checks, sign-in, network time: whatever Chromium fetches for itself) goes
+to a proxy that serves no host at all (:class:`crawlyx.browser.BrowserHandler`), and
+``CRAWLYX_RENDER_ALLOWED_HOSTS`` narrows the pages' proxy to the hosts a crawl names.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from ipaddress import IPv4Address, IPv6Address
 
 from crawlyx.ssrf import SSRFBlocked
@@ -59,10 +65,22 @@ async def crawl_resolve(host: str) -> str:
 class SocksProxy:
     """A CONNECT-only SOCKS5 proxy (no authentication) on a free port of 127.0.0.1."""
 
-    def __init__(self, resolve: Resolve = crawl_resolve, timeout: float = 30.0, stats=None):
+    def __init__(
+        self,
+        resolve: Resolve = crawl_resolve,
+        timeout: float = 30.0,
+        stats=None,
+        allowed_hosts: Iterable[str] | None = None,
+        log_level: int = logging.INFO,
+    ):
         self.resolve = resolve
         self.timeout = timeout  # for the handshake, and for connecting
         self.stats = stats
+        # None: any host the resolver allows; else only these, the others never looked up.
+        self.allowed_hosts = None
+        if allowed_hosts is not None:
+            self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
+        self.log_level = log_level  # of refusals
         self._server: asyncio.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()
 
@@ -89,6 +107,9 @@ class SocksProxy:
             if target is None:
                 return
             host, port = target
+            if self.allowed_hosts is not None and host.lower() not in self.allowed_hosts:
+                self._refused(host, port, "not an allowed host; not looked up")
+                return await _reply(writer, NOT_ALLOWED)
             if ":" in host:  # an IPv6 literal; the crawl's resolver answers IPv4 only
                 self._refused(host, port, "an IPv6 address")
                 return await _reply(writer, ADDRESS_TYPE_NOT_SUPPORTED)
@@ -148,7 +169,8 @@ class SocksProxy:
         if self.stats is not None:
             self.stats.inc_value("crawlyx/ssrf/browser_blocked")
         host = f"[{host}]" if ":" in host else host
-        logger.info("SSRF guard refused the browser a connection to %s:%d: %s", host, port, why)
+        message = "SSRF guard refused the browser a connection to %s:%d: %s"
+        logger.log(self.log_level, message, host, port, why)
 
 
 async def _reply(writer: asyncio.StreamWriter, code: int) -> None:

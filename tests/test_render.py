@@ -1,7 +1,9 @@
 """Rendering through Debian's Chromium (``-a render=never|auto|always``), end to end.
 
 The fixture site here serves one origin under two names: pages on ``localhost``, and
-``127.0.0.1`` as "another origin" that the browser must never be sent to. Under CI
+``127.0.0.1`` as "another origin" that the browser must never be sent to. The crawls'
+browser may connect to these loopback hosts only (``CRAWLYX_RENDER_ALLOWED_HOSTS``): any
+other name is refused before it is looked up, so no DNS query leaves the machine. Under CI
 (``CI`` set) a missing Chromium fails these tests; elsewhere it skips them.
 """
 
@@ -125,6 +127,10 @@ class RenderSite:
         return Handler
 
 
+# Every host a render crawl here may name; the browser is refused any other unresolved.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "127.0.0.2")
+
+
 def run(crawl, tmp_path, site, mode, *args, settings=None):
     errors = tmp_path / f"errors-{mode}-{time.monotonic_ns()}.jsonl"
     started = time.monotonic()
@@ -134,7 +140,11 @@ def run(crawl, tmp_path, site, mode, *args, settings=None):
         "sitemap=0",
         f"errors={errors}",
         *args,
-        settings={"CRAWLYX_MARKDOWN_WORKERS": 1, **(settings or {})},
+        settings={
+            "CRAWLYX_MARKDOWN_WORKERS": 1,
+            "CRAWLYX_RENDER_ALLOWED_HOSTS": ",".join(LOOPBACK_HOSTS),
+            **(settings or {}),
+        },
     )
     result.seconds = time.monotonic() - started
     result.errors = [json.loads(line) for line in errors.read_text().splitlines()]

@@ -4,12 +4,13 @@ No test here sends a packet outside 127.0.0.0/8. Blocked ranges are proven on th
 and on the resolver with a stubbed lookup function; the only real lookup is of ``localhost``
 (/etc/hosts), the end-to-end crawls use servers on 127.0.0.1 and 127.0.0.2 only, and the
 connection-path test runs Twisted's endpoint on an in-memory reactor (no sockets at all).
-The browser test's Chromium connects only through the proxy, whose lookups are stubbed.
+The browser test's Chromium connects only through the proxies, whose lookups are stubbed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import subprocess
 import threading
@@ -843,18 +844,26 @@ def test_the_resolver_alone_stops_the_connection(web, crawl):
 # --------------------------------------------------------------------------------------------
 
 
-async def browse(chromium, proxy, visits):
-    """Launch Chromium through ``proxy`` as a crawl does; each visit is a URL to open, or
-    ``(page_url, script)`` to run a script there. The outcome of each, in order."""
+async def browse(chromium, proxy, visits, own_lookups):
+    """Launch Chromium as a crawl does: its pages through ``proxy``, the browser's own
+    traffic through one that serves no host (whose lookups go to ``own_lookups``). Each
+    visit is a URL to open, or ``(page_url, script)`` to run a script there. The outcome
+    of each, in order."""
     from playwright.async_api import Error, async_playwright
 
+    async def lookup(host):
+        own_lookups.append(host)
+        raise SSRFBlocked(host)
+
     outcomes = []
+    own = SocksProxy(lookup, timeout=5, allowed_hosts=(), log_level=logging.DEBUG)
     server = await proxy.start()
     try:
         async with async_playwright() as playwright:
-            options = {**render.launch_options(chromium), "proxy": {"server": server}}
+            options = {**render.launch_options(chromium), "proxy": {"server": await own.start()}}
             browser = await playwright.chromium.launch(**options)
-            page = await browser.new_page()
+            context = await browser.new_context(proxy={"server": server})
+            page = await context.new_page()
             for visit in visits:
                 url, script = visit if isinstance(visit, tuple) else (visit, None)
                 try:
@@ -868,6 +877,7 @@ async def browse(chromium, proxy, visits):
             await browser.close()
     finally:
         await proxy.close()
+        await own.close()
     return outcomes
 
 
@@ -887,7 +897,10 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
         resolver = make_resolver({"localhost": ["127.0.0.2"], "rebound.test": ["127.0.0.1"]})
         key = allow("127.0.0.2")  # noqa: F841 - held: the registry is weak
 
+        asked, own_lookups = [], []
+
         async def checked(host):
+            asked.append(host)
             answer = resolve(resolver, host)
             if isinstance(answer, Failure):
                 answer.raiseException()
@@ -909,6 +922,7 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
                         f"http://[::1]:{p}/",
                         f"http://nowhere.test:{p}/",  # no answer at all
                     ],
+                    own_lookups,
                 )
             )
     failed = "Page.goto: net::ERR_SOCKS_CONNECTION_FAILED"
@@ -922,6 +936,32 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
     refused = {message.removeprefix(prefix).split(": ")[0] for message in records}
     assert refused == {f"rebound.test:{p}", f"127.0.0.1:{p}", f"[::1]:{p}"}
     assert stats.get_value("crawlyx/ssrf/browser_blocked") == len(records) >= 4
+    # Only the pages' hosts were looked up; what the browser fetched for itself, nothing.
+    assert set(asked) == {"localhost", "rebound.test", "127.0.0.1", "nowhere.test"}
+    assert own_lookups == []
+
+
+async def exchange(proxy: SocksProxy, methods: bytes, request: bytes = b"") -> bytes:
+    """Everything ``proxy`` answers a client that sends ``methods``, then ``request``,
+    then nothing, until it closes."""
+    host, port = (await proxy.start()).removeprefix("socks5://").split(":")
+    try:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(bytes([5, len(methods)]) + methods + request)
+        writer.write_eof()  # through to the server, when connected: it then closes too
+        answer = await reader.read()
+        writer.close()
+        return answer
+    finally:
+        await proxy.close()
+
+
+def recording(looked_up: list[str], answer: str = "127.0.0.1"):
+    async def lookup(host):
+        looked_up.append(host)
+        return answer
+
+    return lookup
 
 
 def test_the_proxy_only_connects():
@@ -929,27 +969,39 @@ def test_the_proxy_only_connects():
     # refused (the reply code is the second byte of the reply), and nothing is looked up.
     looked_up = []
 
-    async def lookup(host):
-        looked_up.append(host)
-        return "127.0.0.1"
-
-    async def exchange(methods: bytes, request: bytes = b"") -> bytes:
-        proxy = SocksProxy(lookup, timeout=5)
-        host, port = (await proxy.start()).removeprefix("socks5://").split(":")
-        try:
-            reader, writer = await asyncio.open_connection(host, int(port))
-            writer.write(bytes([5, len(methods)]) + methods + request)
-            answer = await reader.read()  # the proxy closes after refusing
-            writer.close()
-            return answer
-        finally:
-            await proxy.close()
+    def ask(methods: bytes, request: bytes = b"") -> bytes:
+        return run(exchange(SocksProxy(recording(looked_up), timeout=5), methods, request))
 
     site = b"\x03\x09site.test\x00\x50"  # site.test:80
     ipv6 = b"\x04" + bytes(15) + b"\x01\x00\x50"  # [::1]:80
-    assert run(exchange(b"\x02")) == b"\x05\xff"  # username/password only: no method
+    assert ask(b"\x02") == b"\x05\xff"  # username/password only: no method
     refused_bind = b"\x05\x00" + b"\x05\x07\x00\x01" + bytes(6)  # method, then the reply
-    assert run(exchange(b"\x00", b"\x05\x02\x00" + site)) == refused_bind
-    assert run(exchange(b"\x00", b"\x05\x03\x00" + site))[:4] == b"\x05\x00\x05\x07"
-    assert run(exchange(b"\x00", b"\x05\x01\x00" + ipv6))[:4] == b"\x05\x00\x05\x08"
+    assert ask(b"\x00", b"\x05\x02\x00" + site) == refused_bind
+    assert ask(b"\x00", b"\x05\x03\x00" + site)[:4] == b"\x05\x00\x05\x07"
+    assert ask(b"\x00", b"\x05\x01\x00" + ipv6)[:4] == b"\x05\x00\x05\x08"
     assert looked_up == []
+
+
+def test_a_host_outside_the_allowed_hosts_is_refused_without_a_lookup(caplog):
+    # CRAWLYX_RENDER_ALLOWED_HOSTS: a name not listed is refused before the resolver is
+    # asked, so no DNS query is sent for it; a listed one (any case) is looked up.
+    with Server("127.0.0.1") as web:
+        looked_up = []
+        stats = get_crawler(Spider).stats
+
+        def connect(host: bytes, allowed) -> bytes:
+            proxy = SocksProxy(recording(looked_up), 5, stats, allowed_hosts=allowed)
+            target = b"\x03" + bytes([len(host)]) + host + web.port.to_bytes(2, "big")
+            return run(exchange(proxy, b"\x00", b"\x05\x01\x00" + target))[:4]
+
+        with caplog.at_level("INFO", logger="crawlyx.socks"):
+            refused = connect(b"clients2.google.com", ["localhost", "127.0.0.1"])
+            none_allowed = connect(b"localhost", ())
+            listed = connect(b"LocalHost", ["localhost"])
+            any_host = connect(b"site.test", None)
+    assert refused == none_allowed == b"\x05\x00\x05\x02"  # not allowed by ruleset
+    assert listed == any_host == b"\x05\x00\x05\x00"  # succeeded
+    assert looked_up == ["LocalHost", "site.test"]
+    assert stats.get_value("crawlyx/ssrf/browser_blocked") == 2
+    assert "connection to clients2.google.com:" in caplog.text
+    assert "not an allowed host; not looked up" in caplog.text
