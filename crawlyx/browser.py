@@ -8,14 +8,27 @@ The Playwright driver starts with the first page to render, not with the crawl: 
 ``render=auto`` crawl of a site without JavaScript shells never starts it. Installed by
 :func:`crawlyx.render.configure` only when the crawl may render; requests without
 ``meta["playwright"]`` go to Scrapy's own HTTP handler underneath.
+
+The browser reaches the network only through two :class:`crawlyx.socks.SocksProxy`,
+started with the driver. The pages' browser context connects through one that resolves
+with the crawl's resolver, so the SSRF guard covers every connection a page makes (see
+:mod:`crawlyx.socks`), to the hosts in ``CRAWLYX_RENDER_ALLOWED_HOSTS`` only when that is
+set. The browser itself is launched with the other, which serves no host: what Chromium
+fetches for itself, outside any page (update checks, Google sign-in, network time), is
+refused before a name is looked up. A crawler's browser has no business phoning home, and
+which of these a Chromium build still sends despite its switches changes from release to
+release.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from weakref import WeakKeyDictionary
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+from crawlyx.socks import SocksProxy
 
 _shared: WeakKeyDictionary = WeakKeyDictionary()
 
@@ -33,6 +46,13 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
         self._closed = False
         self._started = False
         self._start_lock = asyncio.Lock()
+        settings = crawler.settings
+        timeout = settings.getfloat("CRAWLYX_RENDER_TIMEOUT")
+        allowed = settings.getlist("CRAWLYX_RENDER_ALLOWED_HOSTS") or None
+        self._proxy = SocksProxy(timeout=timeout, stats=crawler.stats, allowed_hosts=allowed)
+        # The browser's own traffic: refused (logged at DEBUG only), never looked up.
+        self._own_proxy = SocksProxy(timeout=timeout, allowed_hosts=(), log_level=logging.DEBUG)
+        self._server = ""  # the pages' proxy, once started
 
     async def _maybe_launch_in_thread(self) -> None:
         """At engine start (scrapy-playwright launches its driver here): nothing yet."""
@@ -40,12 +60,23 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
     async def _download_request(self, request, spider=None):
         async with self._start_lock:
             if not self._started:
+                # The browser, launched with the first page, connects through a proxy
+                # that serves nothing; its pages' context through the crawl's.
+                self._server = await self._proxy.start()
+                own = await self._own_proxy.start()
+                self.config.launch_options["proxy"] = {"server": own}
                 await self._launch()  # the Playwright driver; the browser comes next
                 self._started = True
         return await super()._download_request(request, spider)
+
+    async def _create_browser_context(self, name, context_kwargs, spider=None):
+        context_kwargs = {**(context_kwargs or {}), "proxy": {"server": self._server}}
+        return await super()._create_browser_context(name, context_kwargs, spider)
 
     async def close(self) -> None:
         if self._closed:  # registered for http and for https
             return
         self._closed = True
         await super().close()
+        await self._proxy.close()
+        await self._own_proxy.close()

@@ -12,7 +12,10 @@
 scrapy-playwright's download handlers are installed for http and https only when a
 crawl may render; they pass requests without ``meta["playwright"]`` to Scrapy's own
 HTTP handler, so plain requests are unchanged. In the browser, only the page's own
-origin is fetched, and never an image, a font or media (:func:`abort_request`).
+origin is fetched, and never an image, a font or media (:func:`abort_request`). That
+check sees neither the redirects the browser follows nor the address a name resolves
+to: the SSRF guard is enforced below it, on every connection the browser makes, by the
+proxy its pages connect through (:mod:`crawlyx.socks`, :mod:`crawlyx.browser`).
 
 A render that fails (a browser error, a timeout, a crash, a navigation off the
 crawl's origin) is recorded as ``render`` and the page's HTTP version is emitted
@@ -43,13 +46,16 @@ HTTP_PAGE_MAX_BYTES = 64 * 1024
 WAIT_UNTIL = ("load", "domcontentloaded", "networkidle")
 
 # Nothing leaves for anything but the page: no background services, updates or sync.
+# No --disable-features or --enable-features here: Chromium keeps only the last of each
+# switch, so ours would replace Playwright's lists (which turn off network time queries,
+# optimization hints, HTTPS upgrades of the crawl's http:// pages...). What Chromium still
+# fetches for itself goes to a proxy that serves nothing (crawlyx.browser).
 CHROMIUM_ARGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
     "--disable-gpu",
-    "--no-sandbox",  # we run as root
     "--disable-default-apps",
     "--disable-extensions",
     "--disable-domain-reliability",
@@ -57,7 +63,6 @@ CHROMIUM_ARGS = (
     "--no-default-browser-check",
     "--no-pings",
     "--mute-audio",
-    "--disable-features=Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions",
 )
 
 BLOCKED_RESOURCES = frozenset({"image", "font", "media"})
@@ -124,11 +129,7 @@ def configure(crawler, mode: str) -> str:
     settings.set("DOWNLOAD_HANDLERS", {"http": HANDLER, "https": HANDLER}, priority=priority)
     playwright = {
         "PLAYWRIGHT_BROWSER_TYPE": "chromium",
-        "PLAYWRIGHT_LAUNCH_OPTIONS": {
-            "executable_path": path,
-            "headless": True,
-            "args": list(CHROMIUM_ARGS),
-        },
+        "PLAYWRIGHT_LAUNCH_OPTIONS": launch_options(path),
         "PLAYWRIGHT_MAX_CONTEXTS": 1,
         "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": settings.getint("CRAWLYX_RENDER_MAX_PAGES"),
         "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": settings.getfloat("CRAWLYX_RENDER_TIMEOUT") * 1000,
@@ -144,6 +145,24 @@ def configure(crawler, mode: str) -> str:
         settings.getint("CRAWLYX_RENDER_MAX_PAGES"),
     )
     return mode
+
+
+def launch_options(path: str, euid: int | None = None) -> dict:
+    """``PLAYWRIGHT_LAUNCH_OPTIONS`` for the Chromium at ``path``, run by user ``euid``
+    (this process's by default).
+
+    Chromium's sandbox cannot start as root, so root runs it with ``--no-sandbox`` and
+    anyone else keeps the sandbox. Playwright adds ``--no-sandbox`` itself unless
+    ``chromium_sandbox`` is true, so that option is what decides. The proxies are
+    added when the browser is launched (:class:`crawlyx.browser.BrowserHandler`).
+    """
+    root = (os.geteuid() if euid is None else euid) == 0
+    return {
+        "executable_path": path,
+        "headless": True,
+        "chromium_sandbox": not root,
+        "args": [*CHROMIUM_ARGS, "--no-sandbox"] if root else list(CHROMIUM_ARGS),
+    }
 
 
 def browser_meta(settings) -> dict:

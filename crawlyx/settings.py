@@ -50,6 +50,9 @@ CRAWLYX_CHROMIUM_PATH = "/usr/lib/chromium/chromium"
 CRAWLYX_RENDER_MAX_PAGES = 4  # browser pages open at once (one browser context)
 CRAWLYX_RENDER_TIMEOUT = 30.0  # seconds for a page's navigation in the browser
 CRAWLYX_RENDER_WAIT_UNTIL = "load"  # load | domcontentloaded | networkidle
+# Hosts (names or addresses) the browser's pages may connect to; any other is refused
+# before it is looked up, so no DNS query leaves for it. Empty: any host the SSRF guard allows.
+CRAWLYX_RENDER_ALLOWED_HOSTS = []
 
 # Crawl breadth (crawlyx/breadth): distinct URLs per bot per UTC day, in HLL++ sketches
 # merged into Redis under crawlyx:_breadth:{site}:...; `scrapy visits`, `scrapy breadth`.

@@ -59,6 +59,21 @@ def redis_client(redis_url):
 
 
 @pytest.fixture
+def chromium():
+    """The browser the render tests run. Under CI (``CI`` set) a missing Chromium fails
+    them; elsewhere it skips them."""
+    from crawlyx import render
+    from crawlyx.settings import CRAWLYX_CHROMIUM_PATH as path
+
+    if not render.browser_available(path):
+        message = f"Chromium is not installed at {path} (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the render tests: {message}")
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
 def site():
     with SiteServer() as site:
         yield site

@@ -1,7 +1,9 @@
 """Rendering through Debian's Chromium (``-a render=never|auto|always``), end to end.
 
 The fixture site here serves one origin under two names: pages on ``localhost``, and
-``127.0.0.1`` as "another origin" that the browser must never be sent to. Under CI
+``127.0.0.1`` as "another origin" that the browser must never be sent to. The crawls'
+browser may connect to these loopback hosts only (``CRAWLYX_RENDER_ALLOWED_HOSTS``): any
+other name is refused before it is looked up, so no DNS query leaves the machine. Under CI
 (``CI`` set) a missing Chromium fails these tests; elsewhere it skips them.
 """
 
@@ -16,11 +18,9 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-import pytest
-
 from crawlyx import render
 from crawlyx.page import analyze
-from crawlyx.settings import CRAWLYX_CHROMIUM_PATH as CHROMIUM
+from tests.test_ssrf import Server
 
 JS_TEXT = "JS-WRITTEN-TEXT: this paragraph exists only after the script has run."
 JS_PAGE = """<!doctype html>
@@ -56,8 +56,9 @@ PLAIN_PAGE = """<!doctype html>
 class RenderSite:
     """Counts requests per path; ``/slow.js`` waits until the test ends."""
 
-    def __init__(self, links: list[str], slow: float = 30.0):
+    def __init__(self, links: list[str], slow: float = 30.0, redirects: dict | None = None):
         self.links = links
+        self.redirects = {"/moved": "/linked-from-js", **(redirects or {})}
         self.slow = slow
         self.counts: Counter[str] = Counter()
         self.released = threading.Event()
@@ -87,7 +88,7 @@ class RenderSite:
             return 200, "text/html", JS_PAGE.format(port=self.port)
         if path == "/app.js":
             return 200, "application/javascript", APP_JS
-        if path == "/moved":
+        if path in self.redirects:
             return 301, "text/html", ""
         if path == "/slow":
             return 200, "text/html", SLOW_PAGE
@@ -113,7 +114,7 @@ class RenderSite:
                     self.send_response(status)
                     self.send_header("Content-Type", ctype)
                     if status == 301:
-                        self.send_header("Location", "/linked-from-js")
+                        self.send_header("Location", site.redirects[path])
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -126,14 +127,8 @@ class RenderSite:
         return Handler
 
 
-@pytest.fixture
-def chromium():
-    if not render.browser_available(CHROMIUM):
-        message = f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the render tests: {message}")
-        pytest.skip(message)
-    return CHROMIUM
+# Every host a render crawl here may name; the browser is refused any other unresolved.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "127.0.0.2")
 
 
 def run(crawl, tmp_path, site, mode, *args, settings=None):
@@ -145,7 +140,11 @@ def run(crawl, tmp_path, site, mode, *args, settings=None):
         "sitemap=0",
         f"errors={errors}",
         *args,
-        settings={"CRAWLYX_MARKDOWN_WORKERS": 1, **(settings or {})},
+        settings={
+            "CRAWLYX_MARKDOWN_WORKERS": 1,
+            "CRAWLYX_RENDER_ALLOWED_HOSTS": ",".join(LOOPBACK_HOSTS),
+            **(settings or {}),
+        },
     )
     result.seconds = time.monotonic() - started
     result.errors = [json.loads(line) for line in errors.read_text().splitlines()]
@@ -235,6 +234,28 @@ def test_always_renders_every_page_and_refetches_over_http_on_failure(chromium, 
     assert [(e["url"], e["class"]) for e in result.errors] == [(f"{base}/slow", "render")]
     assert result.stat("crawlyx/frontier/lost_leases") is None
     print(f"render=always crawl: {result.seconds:.1f} s")
+
+
+def test_the_browser_cannot_follow_a_redirect_to_a_private_address(chromium, crawl, tmp_path):
+    # Playwright's request routing (and so the origin check) never sees the redirects the
+    # browser follows by itself: only the proxy the browser connects through stops this.
+    with Server("127.0.0.2") as internal:
+        secret = f"http://127.0.0.2:{internal.port}/secret"
+        internal.route("/secret", body="<html><body><h1>Secret</h1></body></html>")
+        with RenderSite(["/inside"], redirects={"/inside": secret}) as site:
+            result = run(crawl, tmp_path, site, "always", settings={"CRAWLYX_RENDER_TIMEOUT": 5})
+    assert result.returncode == 0, result.log[-3000:]
+    assert internal.paths == []  # nothing connected to 127.0.0.2, not even the browser
+    assert site.counts["/inside"] == 2  # in the browser, then over plain HTTP
+    assert result.stat("crawlyx/ssrf/browser_blocked") == "1"
+    assert "SSRF guard refused the browser a connection to 127.0.0.2:" in result.log
+    # The browser's failure is a failed render; the plain re-fetch is then refused too.
+    inside = f"{site.base}/inside"
+    errors = {(e["url"], e["class"]) for e in result.errors}
+    assert errors == {(inside, "render"), (secret, "ssrf_blocked")}, result.errors
+    assert len(result.errors) == 2
+    assert set(result.by_url) == {f"{site.base}/"}
+    assert result.by_url[f"{site.base}/"]["render"] == "browser"
 
 
 # -- before anything starts -----------------------------------------------------------------
@@ -333,6 +354,30 @@ def test_abort_request_keeps_the_browser_on_the_page_origin():
     assert not abort(first)
     assert not abort(_Request("http://a.test/q", "document", "about:blank", first))
     assert abort(_Request("http://evil.test/", "document", "about:blank", first))
+
+
+def test_the_sandbox_is_off_only_for_root():
+    # Playwright passes --no-sandbox unless chromium_sandbox is true.
+    as_root = render.launch_options("/chromium", euid=0)
+    assert as_root["chromium_sandbox"] is False and "--no-sandbox" in as_root["args"]
+    for euid in (1, 1000):
+        user = render.launch_options("/chromium", euid=euid)
+        assert user["chromium_sandbox"] is True and "--no-sandbox" not in user["args"]
+        assert user["executable_path"] == "/chromium" and user["headless"] is True
+    assert "--no-sandbox" not in render.CHROMIUM_ARGS
+    # This process's own user decides by default, and that is what a crawl launches with.
+    here = render.launch_options("/chromium")
+    assert here == render.launch_options("/chromium", euid=os.geteuid())
+
+
+def test_no_feature_switches_replace_playwrights():
+    # Chromium keeps only the last --disable-features (and --enable-features): one of ours
+    # would replace Playwright's lists, which stop network time queries, optimization
+    # hints and HTTPS upgrades of http:// pages, among others.
+    for options in (render.launch_options("/chromium", euid=0), render.launch_options("/c")):
+        switches = [arg.partition("=")[0] for arg in options["args"]]
+        assert "--disable-features" not in switches and "--enable-features" not in switches
+        assert len(switches) == len(set(switches))
 
 
 def test_browser_requests_and_kept_pages_pickle():

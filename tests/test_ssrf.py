@@ -4,11 +4,13 @@ No test here sends a packet outside 127.0.0.0/8. Blocked ranges are proven on th
 and on the resolver with a stubbed lookup function; the only real lookup is of ``localhost``
 (/etc/hosts), the end-to-end crawls use servers on 127.0.0.1 and 127.0.0.2 only, and the
 connection-path test runs Twisted's endpoint on an in-memory reactor (no sockets at all).
+The browser test's Chromium connects only through the proxies, whose lookups are stubbed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import subprocess
 import threading
@@ -27,9 +29,10 @@ from twisted.internet.testing import MemoryReactorClock
 from twisted.python.failure import Failure
 from twisted.web.client import BrowserLikePolicyForHTTPS
 
-from crawlyx import ssrf
+from crawlyx import render, ssrf
 from crawlyx.errors import classify
 from crawlyx.middlewares.ssrf import SSRFMiddleware, check_configuration
+from crawlyx.socks import SocksProxy
 from crawlyx.ssrf import (
     Guard,
     Policy,
@@ -692,7 +695,7 @@ def page(title: str, links: list[str]) -> str:
 class Server:
     """A small HTTP server on one loopback address; records every request path."""
 
-    def __init__(self, host: str):
+    def __init__(self, host: str, port: int = 0):
         self.routes: dict[str, tuple[int, dict, str]] = {}
         self.paths: list[str] = []
         self.lock = threading.Lock()
@@ -705,7 +708,7 @@ class Server:
                 status, headers, body = server.routes.get(self.path, (404, {}, "not found"))
                 self.reply(status, body, headers=headers)
 
-        self.httpd = ThreadingHTTPServer((host, 0), Handler)
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
         self.host, self.port = self.httpd.server_address[:2]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -835,3 +838,171 @@ def test_the_resolver_alone_stops_the_connection(web, crawl):
     assert result.items == []
     assert result.stat("crawlyx/error/dns") == "1"
     assert "SSRF guard: 127.0.0.1 resolves only to blocked addresses" in result.log
+
+
+# --------------------------------------------------------------------------------------------
+# The browser's proxy (crawlyx.socks): real Chromium, servers on 127.0.0.1 and 127.0.0.2
+# --------------------------------------------------------------------------------------------
+
+
+async def browse(chromium, proxy, visits, own_lookups):
+    """Launch Chromium as a crawl does: its pages through ``proxy``, the browser's own
+    traffic through one that serves no host (whose lookups go to ``own_lookups``). Each
+    visit is a URL to open, or ``(page_url, script)`` to run a script there. The outcome
+    of each, in order."""
+    from playwright.async_api import Error, async_playwright
+
+    async def lookup(host):
+        own_lookups.append(host)
+        raise SSRFBlocked(host)
+
+    outcomes = []
+    own = SocksProxy(lookup, timeout=5, allowed_hosts=(), log_level=logging.DEBUG)
+    server = await proxy.start()
+    try:
+        async with async_playwright() as playwright:
+            options = {**render.launch_options(chromium), "proxy": {"server": await own.start()}}
+            browser = await playwright.chromium.launch(**options)
+            context = await browser.new_context(proxy={"server": server})
+            page = await context.new_page()
+            for visit in visits:
+                url, script = visit if isinstance(visit, tuple) else (visit, None)
+                try:
+                    response = await page.goto(url, timeout=10_000)
+                    outcome = response.status
+                    if script is not None:
+                        outcome = await page.evaluate(script)
+                except Error as exc:
+                    outcome = str(exc).splitlines()[0]
+                outcomes.append(outcome)
+            await browser.close()
+    finally:
+        await proxy.close()
+        await own.close()
+    return outcomes
+
+
+FETCH = "fetch('{url}').then(r => 'fetched ' + r.status, e => 'failed')"
+
+
+def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, caplog):
+    # DNS rebinding: the crawl's resolver answered localhost -> 127.0.0.2, and the guard
+    # allowed it; the system now answers 127.0.0.1, which the guard does not allow (here).
+    # The browser must go where the guard checked: its own lookup is never used.
+    with Server("127.0.0.2") as site, Server("127.0.0.1", site.port) as private:
+        p = site.port
+        site.route("/", body=page("Site", []))
+        site.route("/api", body="{}")
+        site.route("/hop", 302, Location=f"http://127.0.0.1:{p}/")
+        private.route("/", body=page("Private", []))
+        resolver = make_resolver({"localhost": ["127.0.0.2"], "rebound.test": ["127.0.0.1"]})
+        key = allow("127.0.0.2")  # noqa: F841 - held: the registry is weak
+
+        asked, own_lookups = [], []
+
+        async def checked(host):
+            asked.append(host)
+            answer = resolve(resolver, host)
+            if isinstance(answer, Failure):
+                answer.raiseException()
+            return answer
+
+        stats = get_crawler(Spider).stats
+        proxy = SocksProxy(checked, timeout=5, stats=stats)
+        home = f"http://localhost:{p}/"
+        with caplog.at_level("INFO", logger="crawlyx.socks"):
+            outcomes = run(
+                browse(
+                    chromium,
+                    proxy,
+                    [
+                        (home, FETCH.format(url=f"http://localhost:{p}/api")),
+                        (home, FETCH.format(url=f"http://rebound.test:{p}/api")),
+                        f"http://localhost:{p}/hop",  # the browser follows it itself
+                        f"http://127.0.0.1:{p}/",
+                        f"http://[::1]:{p}/",
+                        f"http://nowhere.test:{p}/",  # no answer at all
+                    ],
+                    own_lookups,
+                )
+            )
+    failed = "Page.goto: net::ERR_SOCKS_CONNECTION_FAILED"
+    assert outcomes[:2] == ["fetched 200", "failed"]
+    assert [outcome.partition(" at ")[0] for outcome in outcomes[2:]] == [failed] * 4
+    assert private.paths == []  # the blocked address saw nothing
+    assert [path for path in site.paths if path != "/favicon.ico"] == ["/", "/api", "/", "/hop"]
+    # Each refusal is logged and counted (Chromium may try a failed connection twice).
+    prefix = "SSRF guard refused the browser a connection to "
+    records = [r.getMessage() for r in caplog.records if r.name == "crawlyx.socks"]
+    refused = {message.removeprefix(prefix).split(": ")[0] for message in records}
+    assert refused == {f"rebound.test:{p}", f"127.0.0.1:{p}", f"[::1]:{p}"}
+    assert stats.get_value("crawlyx/ssrf/browser_blocked") == len(records) >= 4
+    # Only the pages' hosts were looked up; what the browser fetched for itself, nothing.
+    assert set(asked) == {"localhost", "rebound.test", "127.0.0.1", "nowhere.test"}
+    assert own_lookups == []
+
+
+async def exchange(proxy: SocksProxy, methods: bytes, request: bytes = b"") -> bytes:
+    """Everything ``proxy`` answers a client that sends ``methods``, then ``request``,
+    then nothing, until it closes."""
+    host, port = (await proxy.start()).removeprefix("socks5://").split(":")
+    try:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(bytes([5, len(methods)]) + methods + request)
+        writer.write_eof()  # through to the server, when connected: it then closes too
+        answer = await reader.read()
+        writer.close()
+        return answer
+    finally:
+        await proxy.close()
+
+
+def recording(looked_up: list[str], answer: str = "127.0.0.1"):
+    async def lookup(host):
+        looked_up.append(host)
+        return answer
+
+    return lookup
+
+
+def test_the_proxy_only_connects():
+    # CONNECT without authentication only: BIND, UDP ASSOCIATE and an IPv6 address are
+    # refused (the reply code is the second byte of the reply), and nothing is looked up.
+    looked_up = []
+
+    def ask(methods: bytes, request: bytes = b"") -> bytes:
+        return run(exchange(SocksProxy(recording(looked_up), timeout=5), methods, request))
+
+    site = b"\x03\x09site.test\x00\x50"  # site.test:80
+    ipv6 = b"\x04" + bytes(15) + b"\x01\x00\x50"  # [::1]:80
+    assert ask(b"\x02") == b"\x05\xff"  # username/password only: no method
+    refused_bind = b"\x05\x00" + b"\x05\x07\x00\x01" + bytes(6)  # method, then the reply
+    assert ask(b"\x00", b"\x05\x02\x00" + site) == refused_bind
+    assert ask(b"\x00", b"\x05\x03\x00" + site)[:4] == b"\x05\x00\x05\x07"
+    assert ask(b"\x00", b"\x05\x01\x00" + ipv6)[:4] == b"\x05\x00\x05\x08"
+    assert looked_up == []
+
+
+def test_a_host_outside_the_allowed_hosts_is_refused_without_a_lookup(caplog):
+    # CRAWLYX_RENDER_ALLOWED_HOSTS: a name not listed is refused before the resolver is
+    # asked, so no DNS query is sent for it; a listed one (any case) is looked up.
+    with Server("127.0.0.1") as web:
+        looked_up = []
+        stats = get_crawler(Spider).stats
+
+        def connect(host: bytes, allowed) -> bytes:
+            proxy = SocksProxy(recording(looked_up), 5, stats, allowed_hosts=allowed)
+            target = b"\x03" + bytes([len(host)]) + host + web.port.to_bytes(2, "big")
+            return run(exchange(proxy, b"\x00", b"\x05\x01\x00" + target))[:4]
+
+        with caplog.at_level("INFO", logger="crawlyx.socks"):
+            refused = connect(b"clients2.google.com", ["localhost", "127.0.0.1"])
+            none_allowed = connect(b"localhost", ())
+            listed = connect(b"LocalHost", ["localhost"])
+            any_host = connect(b"site.test", None)
+    assert refused == none_allowed == b"\x05\x00\x05\x02"  # not allowed by ruleset
+    assert listed == any_host == b"\x05\x00\x05\x00"  # succeeded
+    assert looked_up == ["LocalHost", "site.test"]
+    assert stats.get_value("crawlyx/ssrf/browser_blocked") == 2
+    assert "connection to clients2.google.com:" in caplog.text
+    assert "not an allowed host; not looked up" in caplog.text
