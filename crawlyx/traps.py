@@ -152,10 +152,10 @@ class PatternTraps:
       it from the next page of the pattern it reads.
 
     The state is a Redis hash per job (``patterns``; per pattern: its page count, run
-    and last :attr:`RECENT` signatures, 2 KiB at most), shared by every process of the
-    job and kept for a resumed one. Read and written without a lock: processes reading
-    a pattern at the same moment may each miss the other's page, which delays the
-    verdict by a page or two and never prevents it.
+    and last :attr:`RECENT` signatures, 512 bytes at most each), shared by every
+    process of the job and kept for a resumed one. Read and written without a lock:
+    processes reading a pattern at the same moment may each miss the other's page,
+    which delays the verdict by a page or two and never prevents it.
     """
 
     RECENT = 4
