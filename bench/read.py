@@ -5,7 +5,8 @@
 Prints milliseconds per page, best of ``--repeat`` passes on one core, for: crawlyx's
 whole read (:func:`crawlyx.page.analyze`: one parse, metadata, links normalized and
 fingerprinted, main content, markdown, block keys), the converter alone on the whole
-page, and stock markdownify on the whole page (what the plain Scrapy spider runs).
+page, stock markdownify on the whole page (what the plain Scrapy spider runs), and the
+content signature a page whose URL has a pattern adds (crawlyx/traps.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from markdownify import markdownify
 
 from crawlyx.markdown import html_to_markdown
 from crawlyx.page import analyze
+from crawlyx.traps import content_signature
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "http://127.0.0.1:8000"
@@ -48,10 +50,13 @@ def main() -> None:
     args = parser.parse_args()
     site = _site(args.pages)
     pages = [site.page(i * 7 % site.n).decode() for i in range(args.pages)]
+    markdown = {page: analyze(page, BASE, BASE)["markdown"] for page in pages}
     rows = [
         ("crawlyx: read a page (analyze)", lambda page, url: analyze(page, url, BASE)),
         ("crawlyx converter, whole page", html_to_markdown),
         ("stock markdownify, whole page", lambda page, url: markdownify(page)),
+        # What analyze adds for a page whose URL has a pattern (included above: no).
+        ("content signature of its markdown", lambda page, url: content_signature(markdown[page])),
     ]
     print(f"{len(pages)} pages of ~{sum(map(len, pages)) // len(pages) // 1024} KB")
     for label, fn in rows:

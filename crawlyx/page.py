@@ -15,6 +15,7 @@ from crawlyx.boilerplate import block_keys
 from crawlyx.extract import document_markdown, parse_document
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.normalize import fetch_form, normalize_url
+from crawlyx.traps import content_signature, url_pattern
 
 _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:", "#")
 
@@ -25,7 +26,9 @@ def analyze(
     """``title``, ``description``, ``lang``, ``canonical``, ``links`` (normalized in-scope
     URL -> (URL to fetch, fingerprint)), ``robots`` (name, content of robots meta tags:
     ``robots`` and ``*bot``), ``shell`` (see :func:`is_shell`), ``markdown`` and its
-    ``blocks`` (:func:`crawlyx.boilerplate.block_keys`) of a page fetched from ``url``.
+    ``blocks`` (:func:`crawlyx.boilerplate.block_keys`) of a page fetched from ``url``,
+    and the markdown's ``signature`` (:func:`crawlyx.traps.content_signature`) if the
+    URL has a pattern (:func:`crawlyx.traps.url_pattern`), else None.
 
     Everything the crawl process would otherwise compute per link or per block is done
     here: the crawl process is the one that cannot spread over cores."""
@@ -47,6 +50,7 @@ def analyze(
         ]
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
     data["blocks"] = block_keys(data["markdown"])
+    data["signature"] = content_signature(data["markdown"]) if url_pattern(url) else None
     return data
 
 

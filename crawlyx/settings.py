@@ -44,6 +44,14 @@ CRAWLYX_TRAP_MAX_URL_LENGTH = 2048
 CRAWLYX_TRAP_MAX_SEGMENT_REPEATS = 3
 CRAWLYX_TRAP_MAX_QUERY_PARAMS = 24
 CRAWLYX_TRAP_FUTURE_YEARS = 3  # a date further ahead than this is a calendar trap
+# URL patterns (path + query, values with digits masked: /cal?month=*): after this many
+# near-duplicate pages in a row, a page of the pattern no longer leads to the pattern's
+# other URLs (a counter calendar ends; pagination whose pages differ does not). 0: off.
+CRAWLYX_TRAP_PATTERN_DUPLICATES = 5
+CRAWLYX_TRAP_PATTERN_SIMILARITY = 0.9  # estimated Jaccard of word 3-shingles: near-duplicate
+# Pages per pattern, then its links are refused everywhere; 0: off. A site whose every
+# page is one pattern (/?p=123) needs more.
+CRAWLYX_TRAP_PATTERN_BUDGET = 10_000
 # Rendering (-a render=never|auto|always; crawlyx/render.py): Debian's Chromium through
 # scrapy-playwright, whose download handlers are installed only when a crawl may render.
 CRAWLYX_CHROMIUM_PATH = "/usr/lib/chromium/chromium"

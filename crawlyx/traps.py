@@ -10,10 +10,16 @@ whether it can be a real page.
 - A date far from today (``/calendar?month=2391-04``, ``/2087/06/``): "next month" links
   on an event calendar run into the future forever; no real archive is years ahead
   (or before 1900).
+
+Those look at a URL alone. A counter (``/cal?month=27`` linking ``month=28`` and
+``month=26``) looks like real pagination (``/shop?page=2``) until the pages are read:
+:class:`PatternTraps` compares each page with the pages of its URL pattern before it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import re
 from collections import Counter
 from datetime import UTC, datetime
@@ -70,3 +76,141 @@ class TrapRules:
     def _years(path: str, query: str):
         for match in _DATE.finditer(path + "?" + query):
             yield int(match.group(1))
+
+
+# -- URL patterns: chains of near-duplicate pages, and a budget per pattern -----------
+
+_DIGITS = re.compile(r"[0-9]+")
+_WORD = re.compile(r"\w+")
+SIGNATURE_HASHES = 64  # the bottom-k sketch's k: 64 hashes of 8 bytes at most per page
+SIGNATURE_CHARS = 2048  # a longer text is signed by its first and last this many characters
+
+
+def url_pattern(url: str) -> str | None:
+    """The path and query of ``url`` (normalized) with every query value that holds a
+    digit masked, parameters sorted: ``/cal?month=*``, ``/shop?cat=shoes&page=*``. None
+    when no value is masked: a URL without a counter belongs to no pattern."""
+    parts = urlsplit(url)
+    params, masked = [], False
+    for param in parts.query.split("&") if parts.query else ():
+        name, eq, value = param.partition("=")
+        if _DIGITS.search(value):
+            param, masked = f"{name}{eq}*", True
+        params.append(param)
+    return f"{parts.path}?{'&'.join(sorted(params))}" if masked else None
+
+
+def content_signature(text: str) -> bytes:
+    """A MinHash signature of ``text``: the bottom-k sketch (the k smallest hashes, k =
+    :data:`SIGNATURE_HASHES`) of its word 3-shingles, lowercased, digits masked, so that
+    pages identical but for a counter are identical. 8-byte BLAKE2b hashes, concatenated.
+
+    Bottom-k needs one hash per shingle where datasketch's MinHash needs one per
+    permutation and shingle, and hashlib, not datasketch's import (which pulls in scipy:
+    over a second per worker process). A long text is signed by its head and tail
+    (:data:`SIGNATURE_CHARS` each), which bounds the cost per page: where a listing's
+    pages differ, and what a forum thread's pages repeat (its first post) is not."""
+    if len(text) > 2 * SIGNATURE_CHARS:
+        text = f"{text[:SIGNATURE_CHARS]} {text[-SIGNATURE_CHARS:]}"
+    words = _WORD.findall(_DIGITS.sub("0", text).lower())
+    shingles = {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+    hashes = {hashlib.blake2b(s.encode(), digest_size=8).digest() for s in shingles if s}
+    return b"".join(heapq.nsmallest(SIGNATURE_HASHES, hashes))
+
+
+def similarity(a: bytes, b: bytes) -> float:
+    """The Jaccard similarity of two texts' shingles, estimated from their signatures:
+    the share of the k smallest hashes of both that both hold (exact for short texts,
+    whose sketch is every shingle)."""
+    x, y = _hashes(a), _hashes(b)
+    union = heapq.nsmallest(SIGNATURE_HASHES, x | y)
+    if not union:
+        return 1.0  # two pages without text
+    return sum(1 for h in union if h in x and h in y) / len(union)
+
+
+def _hashes(signature: bytes) -> set[bytes]:
+    return {signature[i : i + 8] for i in range(0, len(signature), 8)}
+
+
+class PatternTraps:
+    """Links refused by what the pages of a URL pattern held.
+
+    Each page whose URL has a pattern (see :func:`url_pattern`) is compared with the
+    last :attr:`RECENT` pages of its pattern: a page at least ``similarity`` alike with
+    one of them extends the pattern's run of near-duplicates, any other page ends it.
+
+    - Once the run reaches ``duplicates`` (it then stays there), links of the pattern
+      found on a page of the pattern are refused: the chain ends. A counter calendar's
+      pages are all alike and end after a handful; real pagination, whose pages list
+      different things, runs to its end. Links of the pattern from other pages (a
+      menu's "this month") are still followed: they are as many as those pages, and a
+      wrong verdict on pages alike by design (products on one template) cuts only
+      their links to each other, not the listings that lead to them.
+    - Once the pattern has had ``budget`` pages, its links are refused wherever they
+      are found: the backstop for what comparing pages does not catch. A process learns
+      it from the next page of the pattern it reads.
+
+    The state is a Redis hash per job (``patterns``; per pattern: its page count, run
+    and last :attr:`RECENT` signatures, 512 bytes at most each), shared by every
+    process of the job and kept for a resumed one. Read and written without a lock:
+    processes reading a pattern at the same moment may each miss the other's page,
+    which delays the verdict by a page or two and never prevents it.
+    """
+
+    RECENT = 4
+
+    def __init__(self, duplicates: int = 5, similarity: float = 0.9, budget: int = 10_000):
+        self.duplicates = duplicates
+        self.similarity = similarity
+        self.budget = budget
+        self.spent: dict[str, str] = {}  # patterns past the budget -> why
+
+    @classmethod
+    def from_settings(cls, settings) -> PatternTraps:
+        return cls(
+            duplicates=settings.getint("CRAWLYX_TRAP_PATTERN_DUPLICATES"),
+            similarity=settings.getfloat("CRAWLYX_TRAP_PATTERN_SIMILARITY"),
+            budget=settings.getint("CRAWLYX_TRAP_PATTERN_BUDGET"),
+        )
+
+    def page(self, state, url: str, signature: bytes | None) -> tuple[str, str] | None:
+        """Record the page at ``url`` (normalized) and its content signature in the
+        crawl's :class:`~crawlyx.state.State`: (its pattern, why) when the chain of its
+        pattern has ended, for :meth:`reason`; else None."""
+        if signature is None or not (self.duplicates or self.budget):
+            return None  # no signature: the worker found no pattern
+        pattern = url_pattern(url)
+        if pattern is None:
+            return None
+        key = state.key("patterns")
+        names = [f"{pattern} pages", f"{pattern} run"]
+        names += [f"{pattern} recent{i}" for i in range(self.RECENT)]
+        pages, run, *recent = state.client.hmget(key, names)
+        pages, run = int(pages or 0), int(run or 0)
+        pipe = state.client.pipeline(transaction=False)
+        pipe.hincrby(key, names[0], 1)
+        if self.duplicates and run < self.duplicates:
+            alike = any(
+                s is not None and similarity(signature, s) >= self.similarity for s in recent
+            )
+            run = run + 1 if alike else 0
+            pipe.hset(key, mapping={names[1]: run, names[2 + pages % self.RECENT]: signature})
+        pages = pipe.execute()[0]
+        if self.budget and pages >= self.budget:
+            self.spent[pattern] = f"{pages} pages under {pattern} (the pattern's budget)"
+        if self.duplicates and run >= self.duplicates:
+            return pattern, f"{run} near-duplicate pages in a row under {pattern}"
+        return None
+
+    def reason(self, link: str, chain: tuple[str, str] | None = None) -> str | None:
+        """Why ``link`` (normalized), found on a page of which :meth:`page` said
+        ``chain``, is refused; None if it is not."""
+        if chain is None and not self.spent:
+            return None
+        pattern = url_pattern(link)
+        if pattern is None:
+            return None
+        if chain is not None and pattern == chain[0]:
+            return chain[1]
+        return self.spent.get(pattern)

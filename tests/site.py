@@ -114,6 +114,8 @@ class Site:
             return 200, "text/html; charset=utf-8", _page("Ctype", "<p>café</p>")
         if rid == "/private/secret":
             return 200, "text/html", _page("Secret", "")
+        if rid.startswith(("/cal?", "/shop?")):
+            return _paged(rid)
         links = PAGES.get(rid)
         if links is None and rid.startswith("/gen/"):
             i = int(rid.rsplit("/", 1)[1])
@@ -159,6 +161,49 @@ class Site:
 
 def _page(title: str, body: str) -> str:
     return PAGE.format(title=title, body=body)
+
+
+# A counter calendar: every month links the next and the previous one, for ever, and
+# every month looks the same. And a shop's real pagination: 30 pages of 10 products
+# each, built from few words, so pages share much of their vocabulary but not their
+# products. Both are reached from /traps only.
+SHOP_PAGES = 30
+_COLORS = "red blue green black white grey amber olive navy coral ivory teal".split()
+_THINGS = "chair table lamp shelf desk stool sofa bench rug clock mirror vase".split()
+_STUFF = "oak pine steel glass linen wool brass cotton walnut maple cane jute".split()
+
+
+def _product(i: int) -> str:
+    color, thing = _COLORS[i % 12], _THINGS[i // 12 % 12]
+    stuff, other = _STUFF[i * 5 % 12], _STUFF[i * 7 % 12]
+    return (
+        f"<li><h3>The {color} {thing}</h3><p>A {thing} of {stuff} and {other}, "
+        f"finished in {color}. Price: {10 + i * 3 % 97} euros.</p></li>"
+    )
+
+
+def _paged(rid: str):
+    name, _, value = rid.partition("?")[2].partition("=")
+    try:
+        n = int(value)
+    except ValueError:
+        return 404, "text/html", "<html><body>not found</body></html>"
+    if name == "month":
+        body = (
+            f"<h2>Month {n}</h2><p>No events are planned this month. Check back later, "
+            f"or subscribe to the calendar to hear about new events.</p>"
+            f'<a href="/cal?month={n - 1}">Previous month</a> '
+            f'<a href="/cal?month={n + 1}">Next month</a>'
+        )
+        return 200, "text/html; charset=utf-8", _page("Calendar", body)
+    if name != "page" or not 1 <= n <= SHOP_PAGES:
+        return 404, "text/html", "<html><body>not found</body></html>"
+    items = "".join(_product((n - 1) * 10 + i) for i in range(10))
+    nav = "".join(
+        f'<a href="/shop?page={p}">Page {p}</a> ' for p in (n - 1, n + 1) if 1 <= p <= SHOP_PAGES
+    )
+    body = f"<h2>Page {n} of {SHOP_PAGES}</h2><ul>{items}</ul>{nav}"
+    return 200, "text/html; charset=utf-8", _page("Shop", body)
 
 
 def _sitemap(kind: str, urls: list[str]) -> str:
@@ -212,6 +257,7 @@ PAGES = {
     "/deep/2": ["/deep/3"],
     "/deep/3": ["/deep/4"],
     "/deep/4": [],
+    "/traps": ["/cal?month=1", "/shop?page=1"],
 }
 
 EXTRA = {

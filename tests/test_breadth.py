@@ -495,6 +495,36 @@ def test_bot_table_and_log_format():
         LogFormat(r"(?P<time>\S+)")
 
 
+FULL = '203.0.113.9 - - [01/Jan/2030:10:00:00 +0000] "GET /a?x=1 HTTP/1.1" 200 512 "http://r/" '
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        FULL[:60],  # inside the request
+        FULL.replace(" 200 512 ", " 20"),  # inside the status
+        FULL.replace('512 "http://r/" ', "51"),  # inside the size (a common-format line)
+        FULL.replace('"http://r/" ', ""),  # the common format: no referrer, no agent
+        FULL + '"Mozilla/5.0 (compatible; Googl',  # inside the agent: no closing quote
+        FULL.replace('"http://r/" ', '"http://r'),  # inside the referrer
+        FULL + '"Googlebot/2.1"trailing',  # glued to the agent's closing quote
+        FULL + '"Googlebot/2.1" "10.0.0.1, 10.0',  # a field after the agent cut inside
+    ],
+)
+def test_a_line_cut_short_or_with_garbage_is_a_bad_line(line):
+    with pytest.raises(BadLine):
+        LogFormat().parse_line(line)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    ["", " ", ' "10.0.0.1, 10.0.0.2"', ' "-" 0.003', " 512 1024", ' "a \\"quoted\\" b"'],
+)
+def test_complete_fields_after_the_agent_are_a_visit(tail):
+    visit = LogFormat().parse_line(FULL + '"Googlebot/2.1 \\"x\\""' + tail)
+    assert (visit.target, visit.agent, visit.status) == ("/a?x=1", 'Googlebot/2.1 "x"', "200")
+
+
 def test_visits_then_breadth_end_to_end(state, redis_url, tmp_path):
     old = datetime.now(UTC) - timedelta(days=2)
     lines = [log_line(f"/docs/{i}?utm_source=x", GOOGLE) for i in range(30)]
@@ -503,6 +533,7 @@ def test_visits_then_breadth_end_to_end(state, redis_url, tmp_path):
     lines += [log_line(f"/docs/{i}", CLAUDE, when=old) for i in range(5)]
     lines += [log_line("/docs/1", FIREFOX), log_line("/x", SEMRUSH)]
     lines += [log_line("/form", GPT, method="POST"), "not a log line", ""]
+    lines += [log_line("/phantom", GOOGLE)[:-30]]  # cut inside the agent: not a visit
     lines += [log_line("/ancient", GPT, when=datetime.now(UTC) - timedelta(days=200))]
     lines += [log_line("/later", GPT, when=datetime.now(UTC) + timedelta(days=5))]
     log = tmp_path / "access.log"
@@ -511,8 +542,8 @@ def test_visits_then_breadth_end_to_end(state, redis_url, tmp_path):
     assert result.returncode == 0, result.stderr
     summary = result.stdout.strip()
     assert summary.count("\n") == 0
-    assert "101 lines" in summary and "96 bot requests recorded (4 bots, 2 days)" in summary
-    assert "1 human skipped" in summary and "1 bad lines (first: " in summary
+    assert "102 lines" in summary and "96 bot requests recorded (4 bots, 2 days)" in summary
+    assert "1 human skipped" in summary and "2 bad lines (first: " in summary
     assert "1 other methods" in summary and "1 older than retention" in summary
     assert "1 dated in the future" in summary
 

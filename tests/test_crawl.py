@@ -287,3 +287,22 @@ def test_redirect_hops_are_held_to_the_crawls_rules(crawl, tmp_path):
 def _rid(site, url: str) -> str:
     parts = urlsplit(url)
     return site.resource(parts.netloc, parts.path, parts.query)
+
+
+def test_a_counter_calendar_ends_and_real_pagination_does_not(site, crawl, tmp_path):
+    errors = tmp_path / "errors.jsonl"
+    result = crawl(f"start={site.base}/traps", "sitemap=0", f"errors={errors}")
+    assert result.returncode == 0, result.log[-3000:]
+    # The calendar's months are alike: a handful are read, then its chain ends.
+    months = [rid for rid in site.counts if rid.startswith("/cal?")]
+    assert 5 <= len(months) < 20, sorted(months)
+    refused = [json.loads(line) for line in errors.read_text().splitlines()]
+    assert refused and {e["class"] for e in refused} == {"trap"}
+    assert all(e["url"].startswith(f"{site.base}/cal?month=") for e in refused)
+    assert "near-duplicate pages in a row under /cal?month=*" in refused[0]["detail"]
+    # Refused without a request, and no calendar month was both fetched and refused.
+    assert not {e["url"].removeprefix(site.base) for e in refused} & set(months)
+    assert result.stat("crawlyx/error/trap") == str(len(refused))
+    # The shop's pages share a template and most words, not their products: all read.
+    shop = {url for url in result.urls if "/shop?" in url}
+    assert shop == {f"{site.base}/shop?page={n}" for n in range(1, 31)}

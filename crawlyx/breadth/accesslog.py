@@ -7,6 +7,14 @@ HTTP/1.1``) or ``path`` (with ``method`` optional). ``time`` may be in the combi
 form (``10/Oct/2000:13:55:36 -0700``), ISO 8601 (``2000-10-10T20:55:36Z``; no offset
 means UTC) or unix seconds.
 
+A line counts only if the format matches it whole. A line cut short (log rotation
+mid-write leaves one ending inside the user agent, with no closing quote) is a bad
+line, not a visit by an agent named by half a string. In the combined format the
+referrer and the agent are required (a common-format line names no agent to count it
+under) and end with their closing quotes; after the agent, only complete fields may
+follow (quoted and closed, or bare tokens: nginx's ``main`` format, Apache's
+``combinedio``), so anything else after it, or a field cut inside, makes a bad line.
+
 :func:`parse_line` returns a :class:`Visit` or raises :class:`BadLine` with a short
 reason; the caller counts those. :func:`follow` reads a stream line by line without
 blocking past a timeout, so a ``tail -F | scrapy visits -`` pipe still flushes on time
@@ -22,9 +30,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+_QUOTED = r'"(?:[^"\\]|\\.)*"'  # a quoted field, closed, with \" escapes
 COMBINED = (
     r'(?P<host>\S+) \S+ \S+ \[(?P<time>[^\]]+)\] "(?P<request>(?:[^"\\]|\\.)*)" '
-    r'(?P<status>\d{3}|-) \S+(?: "(?:[^"\\]|\\.)*" "(?P<agent>(?:[^"\\]|\\.)*)")?'
+    rf'(?P<status>\d{{3}}|-) \S+ {_QUOTED} "(?P<agent>(?:[^"\\]|\\.)*)"'
+    # Fields some servers log after the agent (nginx's "main": "$http_x_forwarded_for";
+    # Apache's combinedio: %I %O), each complete: quoted and closed, or a bare token.
+    rf'(?: +(?:{_QUOTED}|[^"\s]\S*))* *'
 )
 MAX_LINE = 64 * 1024  # longer lines are bad lines, not memory
 
@@ -74,7 +86,7 @@ class LogFormat:
         self._days: dict[str, str] = {}
 
     def parse_line(self, line: str) -> Visit:
-        match = self.regex.match(line)
+        match = self.regex.fullmatch(line)
         if match is None:
             raise BadLine("does not match the log format")
         if self._request:

@@ -64,8 +64,8 @@ class Command(ScrapyCommand):
             metavar="REGEX",
             dest="log_format",
             default=None,
-            help="a line regex with named groups time, agent and request "
-            "(or path); default: the combined log format",
+            help="a regex matching a whole line, with named groups time, agent and "
+            "request (or path); default: the combined log format",
         )
         parser.add_argument(
             "--humans", action="store_true", help="also count people's browsers, as the bot 'human'"

@@ -27,7 +27,7 @@ from crawlyx.normalize import normalize_url, url_origin
 from crawlyx.optout import OptOut
 from crawlyx.quota import PageQuota
 from crawlyx.state import crawl_state, start_embedded_redis
-from crawlyx.traps import TrapRules
+from crawlyx.traps import PatternTraps, TrapRules
 from crawlyx.visited import LEASE_META, visited_table
 from crawlyx.workers import PageWorkers, page_workers
 
@@ -77,6 +77,7 @@ class SiteSpider(Spider):
         start_embedded_redis(crawler)
         spider.workers.warm_up()
         spider.traps = TrapRules.from_settings(settings)
+        spider.pattern_traps = PatternTraps.from_settings(settings)
         spider.opt_out = OptOut.from_settings(settings)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=not spider.ephemeral)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
@@ -201,7 +202,9 @@ class SiteSpider(Spider):
         """Follow a read page's links and emit its item, within the crawl's limits."""
         follow = self.args.max_depth is None or depth < self.args.max_depth
         if follow and not (self.opt_out.nofollow and "nofollow" in directives):
-            yield from self._follow(page["links"], depth + 1, url)
+            state = crawl_state(self.crawler)
+            chain = self.pattern_traps.page(state, url, page.get("signature"))
+            yield from self._follow(page["links"], depth + 1, url, chain)
         refused = self.opt_out.refused(directives)
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
@@ -224,7 +227,7 @@ class SiteSpider(Spider):
             # closes (raising here would cancel this very item in the pipelines).
             self.closing = True
 
-    def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str):
+    def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str, chain=None):
         seen, skipped = self.visited, 0
         for link, (raw, fp) in links.items():
             if not self.allowed(link):
@@ -234,7 +237,7 @@ class SiteSpider(Spider):
             if seen.known(fp):
                 skipped += 1
                 continue
-            trap = self.traps.reason(link)
+            trap = self.traps.reason(link) or self.pattern_traps.reason(link, chain)
             if trap is not None:
                 seen.remember(fp)  # reported once, not from every page linking it
                 self.errors.record(link, "trap", trap, referrer)
