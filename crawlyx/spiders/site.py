@@ -23,7 +23,7 @@ from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.extensions.breadth import Breadth
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
-from crawlyx.middlewares.robots import cached_robots
+from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
 from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.normalize import normalize_url, url_origin
 from crawlyx.optout import OptOut
@@ -371,13 +371,13 @@ class SiteSpider(Spider):
         request = failure.request
         if _render_failure(failure, request):
             return self._render_failed(request, f"{type(failure.value).__name__}: {failure.value}")
-        self.errors.record(
-            request.url,
-            classify(failure),
-            f"{type(failure.value).__name__}: {failure.value}",
-            request.meta.get("crawlyx_referrer"),
-        )
-        self.visited.release(request)
+        error_class = classify(failure)
+        detail = f"{type(failure.value).__name__}: {failure.value}"
+        self.errors.record(request.url, error_class, detail, request.meta.get("crawlyx_referrer"))
+        if failure.check(RobotsUnavailable):
+            self.visited.park(request)  # not fetched, so not done: the next run fetches it
+        else:
+            self.visited.release(request)
 
 
 def _facts(response) -> dict:
