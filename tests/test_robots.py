@@ -82,6 +82,7 @@ def test_5xx_and_429_disallow_everything_while_they_last(crawl, status):
     assert result.stat("crawlyx/error/robots_unavailable") == "1"
     assert result.stat("crawlyx/error/robots_disallowed") is None
     assert f"answered {status}" in result.log
+    assert result.returncode == 1  # the start URL failed: nothing was crawled
 
 
 def test_unreachable_robots_disallows(crawl):
@@ -126,7 +127,7 @@ def test_pages_given_up_on_are_crawled_by_the_next_run(crawl, redis_client, tmp_
     with RobotsSite(flaky(2)) as site:
         args = (f"start={site.base}/", "sitemap=0", f"job={job}", f"errors={errors}")
         first = crawl(*args, settings=settings)
-        assert first.items == []
+        assert first.returncode == 1 and first.items == []
         assert fetched(site) == set()
         assert [
             (e["url"], e["class"]) for e in map(json.loads, errors.read_text().splitlines())
@@ -148,9 +149,12 @@ def test_pages_given_up_on_are_crawled_by_the_next_run(crawl, redis_client, tmp_
 def test_a_start_host_refusing_connections_fails_the_crawl(crawl):
     start = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
     result = crawl(f"start={start}", "sitemap=0", settings={"CRAWLYX_ROBOTS_RETRY_FOR": 1})
+    assert result.returncode == 1
     assert result.items == []
     assert result.stat("crawlyx/error/robots_unavailable") == "1"
     assert result.stat("crawlyx/error/robots_disallowed") is None
+    assert result.stat("crawlyx/start_failed") == "'robots_unavailable'"
+    assert f"nothing crawled, the start URL failed: {start} (robots_unavailable)" in result.log
     assert "could not be reached (connection: Connection was refused" in result.log
 
 

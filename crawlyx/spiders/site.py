@@ -49,6 +49,7 @@ class SiteSpider(Spider):
         self.render_mode = self.args.render  # as run: "never" when auto finds no browser
         self.browser_meta: dict = {}
         self.quota: PageQuota | None = None
+        self.start_failure: tuple[str, str] | None = None  # (class, detail)
 
     @classmethod
     def check_arguments(cls, arguments: dict) -> None:
@@ -84,6 +85,7 @@ class SiteSpider(Spider):
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)
+        crawler.signals.connect(spider.closed_start, signal=signals.spider_closed)
         return spider
 
     def idle(self):
@@ -93,6 +95,16 @@ class SiteSpider(Spider):
     def closed_quota(self):
         if self.quota is not None:
             self.quota.release()
+
+    def closed_start(self):
+        """A crawl that emitted nothing because its start URL failed says so, and the
+        crawl command exits with status 1."""
+        stats = self.crawler.stats
+        if self.start_failure is None or stats.get_value("item_scraped_count"):
+            return
+        error_class, detail = self.start_failure
+        self.logger.error("crawlyx: nothing crawled, the start URL failed: %s", detail)
+        stats.set_value("crawlyx/start_failed", error_class)
 
     @property
     def visited(self):
@@ -374,6 +386,8 @@ class SiteSpider(Spider):
         error_class = classify(failure)
         detail = f"{type(failure.value).__name__}: {failure.value}"
         self.errors.record(request.url, error_class, detail, request.meta.get("crawlyx_referrer"))
+        if request.meta.get("crawlyx_anchor"):
+            self.start_failure = (error_class, f"{request.url} ({error_class}): {failure.value}")
         if failure.check(RobotsUnavailable):
             self.visited.park(request)  # not fetched, so not done: the next run fetches it
         else:
