@@ -4,13 +4,15 @@ redirect chains, and the user agent token."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import threading
 import time
 from collections import Counter
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import crawl_command, crawl_env, free_port
 from tests.site import QuietHandler, Server
 
 
@@ -186,3 +188,31 @@ def test_redirects_followed_up_to_five(crawl):
 def test_garbage_robots_is_no_rules(crawl):
     site, _ = crawl_site(crawl, lambda h: h.reply(200, bytes(range(256)) * 50, "text/plain"))
     assert fetched(site) == {"/", "/a", "/b", "/private/c"}
+
+
+def test_a_stopped_crawl_does_not_wait_out_the_outage(tmp_path, redis_url, redis_client):
+    # The default patience is minutes: Ctrl-C ends the crawl now, the page left for the
+    # job's next run (a hang fails this test on the subprocess timeout).
+    job = f"robots-stopped-{tmp_path.name}"
+    with RobotsSite(lambda h: h.reply(503)) as site:
+        settings = {"CRAWLYX_REDIS_URL": redis_url, "RETRY_TIMES": 0}
+        command = crawl_command(
+            tmp_path / "out.jsonl", f"start={site.base}/", f"job={job}", settings=settings
+        )
+        proc = subprocess.Popen(
+            command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.PIPE, text=True
+        )
+        try:
+            for _ in range(600):  # until robots.txt has been asked
+                if site.counts["/robots.txt"] or proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGINT)
+            log = proc.communicate(timeout=60)[1]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert "finished (shutdown)" in log, log[-3000:]
+    assert fetched(site) == set()
+    assert redis_client.llen(f"crawlyx:{job}:parked") == 1

@@ -10,11 +10,11 @@ A 5xx, a 429 or a network error means robots.txt is *unreachable*: nothing of th
 origin may be fetched for now, and nothing is decided either. Its requests wait here
 while robots.txt is asked again after a back-off (``RETRY_FIRST`` seconds, doubling
 up to ``RETRY_MAX``); once it answers they go on. A request that has waited out
-``CRAWLYX_ROBOTS_RETRY_FOR`` seconds of an origin's outage fails with
-:class:`RobotsUnavailable` (class ``robots_unavailable``), and the spider leaves its
-page queued for the job's next run instead of marking it done. Each process sees an
-outage afresh: an unreachable answer stored by an earlier run (or another process) is
-asked again, not waited on.
+``CRAWLYX_ROBOTS_RETRY_FOR`` seconds of an origin's outage (or that is waiting when the
+crawl stops) fails with :class:`RobotsUnavailable` (class ``robots_unavailable``), and the
+spider leaves its page queued for the job's next run instead of marking it done. Each
+process sees an outage afresh: an unreachable answer stored by an earlier run (or another
+process) is asked again, not waited on.
 
 Replaces Scrapy's RobotsTxtMiddleware, which treats a 5xx as "allow all" and keeps one
 answer for the whole crawl.
@@ -133,12 +133,13 @@ class RobotsMiddleware:
         while robots.unreachable:
             now = time.time()
             waited = now - self._down_since.get(origin, now)
-            if waited >= self.retry_for:
+            # A stopping crawl waits for its requests: this one goes, for the next run.
+            if waited >= self.retry_for or not self.crawler.engine.running:
                 raise RobotsUnavailable(
                     f"robots.txt unreachable for {waited:.0f} s: {robots.reason}"
                 )
-            # Back when the answer goes stale, or when patience runs out.
-            wake = min(robots.fetched_at + robots.retry_in - now, self.retry_for - waited)
+            # Back when the answer goes stale or patience runs out, and at least each second.
+            wake = min(robots.fetched_at + robots.retry_in - now, self.retry_for - waited, 1.0)
             await asyncio.sleep(max(wake, 0.05))
             robots = await self.robots_for(origin)
         if not robots.allowed(request.url, self.agent):
