@@ -99,7 +99,7 @@ def test_unreachable_robots_disallows(crawl):
 
 
 def flaky(failures: int, status: int = 503):
-    """robots.txt that answers ``status`` ``failures`` times, then allows everything."""
+    """robots.txt that answers ``status`` ``failures`` times, then disallows /private/."""
     calls = []
 
     def robots(handler):
