@@ -23,6 +23,7 @@ ERROR_CLASSES = (
     "tls",
     "connection",
     "robots_disallowed",
+    "robots_unavailable",
     "too_large",
     "ssrf_blocked",
     "trap",

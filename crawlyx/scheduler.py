@@ -62,6 +62,7 @@ class Scheduler(RedisScheduler):
         self._heartbeat = task.LoopingCall(self.visited.heartbeat)
         self._heartbeat.start(self.HEARTBEAT_INTERVAL, now=True)
         self.visited.retire_gone_neighbours()  # killed here: no need to wait for the TTL
+        self.visited.unpark()  # left by an earlier run for this one (robots.txt unreachable)
         requeued = self.visited.requeue_dead()
         queued = self.visited.queued()
         if requeued or queued:

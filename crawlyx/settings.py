@@ -14,6 +14,9 @@ CRAWLYX_REDIS_URL = ""  # empty: the embedded redis-server, data under CRAWLYX_D
 CRAWLYX_DATA_DIR = ".crawlyx"
 CRAWLYX_BOT_NAME = "crawlyx"  # the robots.txt user-agent token
 CRAWLYX_ROBOTS_ENABLED = True
+# Seconds an origin's pages wait for its unreachable robots.txt (5xx, 429, no answer) before
+# they are given up as robots_unavailable, left queued for the job's next run.
+CRAWLYX_ROBOTS_RETRY_FOR = 120.0
 CRAWLYX_SITEMAP_MAX_BYTES = 10 * 1024 * 1024  # per sitemap document; larger ones are skipped
 CRAWLYX_MARKDOWN_WORKERS = 0  # 0: one per core
 CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page

@@ -19,7 +19,8 @@ than the commands in it; the links a page yields go with its release.
 
 Keys (under ``crawlyx:{job}:``): ``visited`` (hash fp -> q/l/d), ``queue`` (list of
 fp + payload), ``leases`` (hash fp -> owner|payload), ``owner:{id}`` (a heartbeat
-with a TTL: a lease whose owner key has expired belongs to a dead process).
+with a TTL: a lease whose owner key has expired belongs to a dead process), ``parked``
+(list of fp + payload: queued requests left for the job's next run).
 """
 
 from __future__ import annotations
@@ -100,8 +101,8 @@ end
 return n
 """
 
-# KEYS: visited, queue, leases. ARGV: fp. Hands one lease back: its request goes to
-# the front of the queue.
+# KEYS: visited, queue (or parked), leases. ARGV: fp. Hands one lease back: its
+# request goes to the front of the queue (or is parked, still queued, for the next run).
 _UNLEASE = """
 local value = redis.call('HGET', KEYS[3], ARGV[1])
 if not value then return 0 end
@@ -110,6 +111,13 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('HSET', KEYS[1], ARGV[1], 'q')
 redis.call('RPUSH', KEYS[2], ARGV[1] .. string.sub(value, bar + 1))
 return 1
+"""
+
+# KEYS: parked, queue. Puts every parked request back on the queue; returns how many.
+_UNPARK = """
+local n = 0
+while redis.call('RPOPLPUSH', KEYS[1], KEYS[2]) do n = n + 1 end
+return n
 """
 
 
@@ -131,12 +139,14 @@ class VisitedTable:
         self.visited_key = state.key("visited")
         self.queue_key = state.key("queue")
         self.leases_key = state.key("leases")
+        self.parked_key = state.key("parked")
         self.owner_prefix = state.key("owner:")
         self._sync = self.redis.register_script(_SYNC)
         # Claims and pushes not sent yet: the next round trip carries them.
         self._pending: list[bytes] = []  # (b"c" claim or b"p" push, fp, message) flat
         self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
         self._unlease = self.redis.register_script(_UNLEASE)
+        self._unpark = self.redis.register_script(_UNPARK)
         self._offered: OrderedDict[str, None] = OrderedDict()
 
     # -- claiming ---------------------------------------------------------------
@@ -225,6 +235,17 @@ class VisitedTable:
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
             self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
+
+    def park(self, request) -> None:
+        """Leave the request's page queued for the job's next run, not this one: it could
+        not be fetched for now (its robots.txt is unreachable). This run can end without it."""
+        fp = request.meta.pop(LEASE_META, None)
+        if fp is not None:
+            self._unlease(keys=[self.visited_key, self.parked_key, self.leases_key], args=[fp])
+
+    def unpark(self) -> int:
+        """Put the requests earlier runs parked back on the queue; returns how many."""
+        return int(self._unpark(keys=[self.parked_key, self.queue_key]))
 
     def give_back(self, popped: list[tuple[str | None, bytes]]) -> None:
         """Put popped, unstarted requests back at the front of the queue, in order."""

@@ -3,12 +3,16 @@ redirect chains, and the user agent token."""
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
 import threading
 import time
 from collections import Counter
 
 import pytest
 
+from tests.conftest import crawl_command, crawl_env, free_port
 from tests.site import QuietHandler, Server
 
 
@@ -73,11 +77,14 @@ def test_4xx_means_no_rules(crawl, status):
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
-def test_5xx_and_429_disallow_everything(crawl, status):
-    site, result = crawl_site(crawl, lambda h: h.reply(status))
+def test_5xx_and_429_disallow_everything_while_they_last(crawl, status):
+    site, result = crawl_site(crawl, lambda h: h.reply(status), CRAWLYX_ROBOTS_RETRY_FOR=1)
     assert fetched(site) == set()
-    assert result.stat("crawlyx/error/robots_disallowed") == "1"
-    assert site.counts["/robots.txt"] == 1  # not retried within the crawl's minutes
+    assert site.counts["/robots.txt"] == 2  # asked again after a second, then given up
+    assert result.stat("crawlyx/error/robots_unavailable") == "1"
+    assert result.stat("crawlyx/error/robots_disallowed") is None
+    assert f"answered {status}" in result.log
+    assert result.returncode == 1  # the start URL failed: nothing was crawled
 
 
 def test_unreachable_robots_disallows(crawl):
@@ -85,9 +92,72 @@ def test_unreachable_robots_disallows(crawl):
         time.sleep(4)
         handler.reply(200, b"User-agent: *\nAllow: /\n", "text/plain")
 
-    site, result = crawl_site(crawl, hang, DOWNLOAD_TIMEOUT=1)
+    site, result = crawl_site(crawl, hang, DOWNLOAD_TIMEOUT=1, CRAWLYX_ROBOTS_RETRY_FOR=0)
     assert fetched(site) == set()
     assert result.stat("crawlyx/robots/unavailable") == "1"
+    assert result.stat("crawlyx/error/robots_unavailable") == "1"
+
+
+def flaky(failures: int, status: int = 503):
+    """robots.txt that answers ``status`` ``failures`` times, then disallows /private/."""
+    calls = []
+
+    def robots(handler):
+        calls.append(handler.path)
+        if len(calls) <= failures:
+            return handler.reply(status)
+        return handler.reply(200, b"User-agent: *\nDisallow: /private/\n", "text/plain")
+
+    return robots
+
+
+def test_pages_wait_for_robots_to_recover(crawl):
+    # Three 503s: the first request and Scrapy's two retries. Asked again a second later,
+    # robots.txt answers, and the start page, held back meanwhile, is crawled.
+    site, result = crawl_site(crawl, flaky(3), RETRY_TIMES=2)
+    assert result.returncode == 0, result.log[-3000:]
+    assert fetched(site) == {"/", "/a", "/b"}
+    assert site.counts["/robots.txt"] == 4
+    assert result.stat("crawlyx/error/robots_unavailable") is None
+    assert result.stat("crawlyx/error/robots_disallowed") == "1"  # /private/c, by the rules
+
+
+def test_pages_given_up_on_are_crawled_by_the_next_run(crawl, redis_client, tmp_path):
+    job = f"robots-outage-{tmp_path.name}"
+    errors = tmp_path / "errors.jsonl"
+    settings = {"RETRY_TIMES": 0, "CRAWLYX_ROBOTS_RETRY_FOR": 1}
+    with RobotsSite(flaky(2)) as site:
+        args = (f"start={site.base}/", "sitemap=0", f"job={job}", f"errors={errors}")
+        first = crawl(*args, settings=settings)
+        assert first.returncode == 1 and first.items == []
+        assert fetched(site) == set()
+        assert [
+            (e["url"], e["class"]) for e in map(json.loads, errors.read_text().splitlines())
+        ] == [(f"{site.base}/", "robots_unavailable")]
+        # Not done: left queued for the job's next run.
+        assert b"d" not in redis_client.hvals(f"crawlyx:{job}:visited")
+        assert redis_client.llen(f"crawlyx:{job}:parked") == 1
+        second = crawl(*args, settings=settings)  # robots.txt answers now
+    assert second.returncode == 0, second.log[-3000:]
+    assert sorted(item["url"] for item in second.items) == [
+        f"{site.base}/",
+        f"{site.base}/a",
+        f"{site.base}/b",
+    ]
+    assert fetched(site) == {"/", "/a", "/b"}
+    assert redis_client.llen(f"crawlyx:{job}:parked") == 0
+
+
+def test_a_start_host_refusing_connections_fails_the_crawl(crawl):
+    start = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
+    result = crawl(f"start={start}", "sitemap=0", settings={"CRAWLYX_ROBOTS_RETRY_FOR": 1})
+    assert result.returncode == 1
+    assert result.items == []
+    assert result.stat("crawlyx/error/robots_unavailable") == "1"
+    assert result.stat("crawlyx/error/robots_disallowed") is None
+    assert result.stat("crawlyx/start_failed") == "'robots_unavailable'"
+    assert f"nothing crawled, the start URL failed: {start} (robots_unavailable)" in result.log
+    assert "could not be reached (connection: Connection was refused" in result.log
 
 
 def test_huge_robots_is_read_up_to_500_kib(crawl):
@@ -118,3 +188,31 @@ def test_redirects_followed_up_to_five(crawl):
 def test_garbage_robots_is_no_rules(crawl):
     site, _ = crawl_site(crawl, lambda h: h.reply(200, bytes(range(256)) * 50, "text/plain"))
     assert fetched(site) == {"/", "/a", "/b", "/private/c"}
+
+
+def test_a_stopped_crawl_does_not_wait_out_the_outage(tmp_path, redis_url, redis_client):
+    # The default patience is minutes: Ctrl-C ends the crawl now, the page left for the
+    # job's next run (a hang fails this test on the subprocess timeout).
+    job = f"robots-stopped-{tmp_path.name}"
+    with RobotsSite(lambda h: h.reply(503)) as site:
+        settings = {"CRAWLYX_REDIS_URL": redis_url, "RETRY_TIMES": 0}
+        command = crawl_command(
+            tmp_path / "out.jsonl", f"start={site.base}/", f"job={job}", settings=settings
+        )
+        proc = subprocess.Popen(
+            command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.PIPE, text=True
+        )
+        try:
+            for _ in range(600):  # until robots.txt has been asked
+                if site.counts["/robots.txt"] or proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGINT)
+            log = proc.communicate(timeout=60)[1]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert "finished (shutdown)" in log, log[-3000:]
+    assert fetched(site) == set()
+    assert redis_client.llen(f"crawlyx:{job}:parked") == 1

@@ -128,6 +128,20 @@ def test_release_and_unlease(state):
     assert table.leased() == 0
 
 
+def test_parked_requests_wait_for_the_next_run(state):
+    table = VisitedTable(state)
+    table.claim(fp(1), b"one")
+    assert table.pop() == (fp(1), b"one")
+    table.park(_Request(fp(1)))
+    # Neither queued nor leased (the run can end), not done, and not claimable again.
+    assert (table.queued(), table.leased(), table.state_of(fp(1))) == (0, 0, b"q")
+    assert table.claim(fp(1), b"one") is False
+    assert table.pop() is None
+    assert VisitedTable(state).unpark() == 1  # the next run
+    assert table.pop() == (fp(1), b"one")
+    assert table.unpark() == 0
+
+
 def test_local_cache_is_bounded(state):
     table = VisitedTable(state)
     table.LOCAL_CACHE_SIZE = 10

@@ -2,7 +2,8 @@
 
 A bad argument, or a setup the SSRF guard cannot protect (a proxy), ends the command
 with one line naming it and what is accepted, before the crawler, Redis, the pool or a
-single request exists.
+single request exists (exit status 2). A crawl that emits nothing because its start URL
+failed exits with status 1.
 """
 
 from __future__ import annotations
@@ -17,6 +18,18 @@ from crawlyx.ssrf import SSRFGuardError
 
 
 class Command(ScrapyCrawl):
+    crawler = None
+
+    def _create_crawler(self, spidercls):
+        self.crawler = super()._create_crawler(spidercls)
+        return self.crawler
+
+    def run(self, args, opts):
+        super().run(args, opts)
+        # The spider logged why (see SiteSpider.closed_start).
+        if self.crawler is not None and self.crawler.stats.get_value("crawlyx/start_failed"):
+            self.exitcode = self.exitcode or 1
+
     def process_options(self, args, opts):
         super().process_options(args, opts)
         if not self.settings.getbool("CRAWLYX_ALLOW_PRIVATE"):

@@ -2,13 +2,22 @@
 
 Policy (RFC 9309): redirects are followed up to five hops (past that the file counts
 as unavailable, like a 4xx); a 2xx body is parsed (at most ``ROBOTS_MAX_BYTES``); a 4xx
-means there are no rules; a 5xx, a 429 or a network error means "disallow everything"
-for now, and is not kept: the next request to that origin after
-``RETRY_AFTER_FAILURE`` seconds tries again. A parsed file is fresh for 24 hours; its age
-is in the stats (``crawlyx/robots/age_seconds/<origin>``). A disallowed request fails
-with :class:`RobotsDisallowed` (class ``robots_disallowed``). Replaces Scrapy's
-RobotsTxtMiddleware, which treats a 5xx as
-"allow all" and keeps one answer for the whole crawl.
+means there are no rules. A parsed file is fresh for 24 hours; its age is in the stats
+(``crawlyx/robots/age_seconds/<origin>``). A disallowed request fails with
+:class:`RobotsDisallowed` (class ``robots_disallowed``): the page is done.
+
+A 5xx, a 429 or a network error means robots.txt is *unreachable*: nothing of the
+origin may be fetched for now, and nothing is decided either. Its requests wait here
+while robots.txt is asked again after a back-off (``RETRY_FIRST`` seconds, doubling
+up to ``RETRY_MAX``); once it answers they go on. A request that has waited out
+``CRAWLYX_ROBOTS_RETRY_FOR`` seconds of an origin's outage (or that is waiting when the
+crawl stops) fails with :class:`RobotsUnavailable` (class ``robots_unavailable``), and the
+spider leaves its page queued for the job's next run instead of marking it done. Each
+process sees an outage afresh: an unreachable answer stored by an earlier run (or another
+process) is asked again, not waited on.
+
+Replaces Scrapy's RobotsTxtMiddleware, which treats a 5xx as "allow all" and keeps one
+answer for the whole crawl.
 """
 
 from __future__ import annotations
@@ -22,8 +31,9 @@ from protego import Protego
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
+from twisted.python.failure import Failure
 
-from crawlyx.errors import CrawlyxIgnore
+from crawlyx.errors import CrawlyxIgnore, classify
 from crawlyx.normalize import url_origin
 from crawlyx.state import crawl_state
 
@@ -32,7 +42,8 @@ logger = logging.getLogger(__name__)
 ROBOTS_MAX_BYTES = 500 * 1024
 MAX_REDIRECTS = 5
 FRESH_FOR = 24 * 3600
-RETRY_AFTER_FAILURE = 300
+RETRY_FIRST = 1.0  # seconds from an unreachable answer to the next attempt; doubles
+RETRY_MAX = 30.0  # the back-off's cap
 LOCK_TTL = 60
 
 
@@ -40,21 +51,32 @@ class RobotsDisallowed(CrawlyxIgnore, IgnoreRequest):
     error_class = "robots_disallowed"
 
 
-class Robots:
-    """One origin's rules."""
+class RobotsUnavailable(CrawlyxIgnore, IgnoreRequest):
+    """robots.txt stayed unreachable for longer than the crawl waits: the page is not
+    fetched, and not done either."""
 
-    def __init__(self, status: int, body: str, fetched_at: float):
+    error_class = "robots_unavailable"
+
+
+class Robots:
+    """One origin's rules, or the news that its robots.txt is unreachable (``failures``:
+    unreachable answers in a row, this one included; ``reason``: why)."""
+
+    def __init__(self, status: int, body: str, fetched_at: float, failures=0, reason=""):
         self.status = status
         self.fetched_at = fetched_at
         self.body = body if 200 <= status < 300 else ""
         self.parser = Protego.parse(self.body) if 200 <= status < 300 else None
+        self.failures = failures if self.unreachable else 0
+        self.reason = reason
 
     @property
-    def disallow_all(self) -> bool:
+    def unreachable(self) -> bool:
+        """A 5xx, a 429 or no answer (status 0): disallow everything, for now."""
         return not (200 <= self.status < 500) or self.status == 429
 
     def allowed(self, url: str, agent: str) -> bool:
-        if self.disallow_all:
+        if self.unreachable:
             return False
         return self.parser is None or self.parser.can_fetch(url, agent)
 
@@ -65,9 +87,25 @@ class Robots:
     def sitemaps(self) -> list[str]:
         return list(self.parser.sitemaps) if self.parser else []
 
+    @property
+    def retry_in(self) -> float:
+        """Seconds an unreachable answer stands before robots.txt is asked again."""
+        return min(RETRY_FIRST * 2 ** max(self.failures - 1, 0), RETRY_MAX)
+
     def fresh(self, now: float) -> bool:
-        ttl = FRESH_FOR if not self.disallow_all else RETRY_AFTER_FAILURE
+        ttl = self.retry_in if self.unreachable else FRESH_FOR
         return now - self.fetched_at < ttl
+
+    def record(self) -> str:
+        return json.dumps(
+            {
+                "status": self.status,
+                "at": self.fetched_at,
+                "body": self.body,
+                "failures": self.failures,
+                "reason": self.reason,
+            }
+        )
 
 
 class RobotsMiddleware:
@@ -77,8 +115,11 @@ class RobotsMiddleware:
             raise NotConfigured
         self.crawler = crawler
         self.agent = settings.get("CRAWLYX_BOT_NAME") or settings.get("BOT_NAME")
+        self.retry_for = settings.getfloat("CRAWLYX_ROBOTS_RETRY_FOR")
         self._robots: dict[str, Robots] = {}
         self._pending: dict[str, asyncio.Future] = {}
+        # origin -> when this process found its robots.txt unreachable, until it answers.
+        self._down_since: dict[str, float] = {}
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -87,7 +128,20 @@ class RobotsMiddleware:
     async def process_request(self, request):
         if request.meta.get("dont_obey_robotstxt"):
             return None
-        robots = await self.robots_for(url_origin(request.url))
+        origin = url_origin(request.url)
+        robots = await self.robots_for(origin)
+        while robots.unreachable:
+            now = time.time()
+            waited = now - self._down_since.get(origin, now)
+            # A stopping crawl waits for its requests: this one goes, for the next run.
+            if waited >= self.retry_for or not self.crawler.engine.running:
+                raise RobotsUnavailable(
+                    f"robots.txt unreachable for {waited:.0f} s: {robots.reason}"
+                )
+            # Back when the answer goes stale or patience runs out, and at least each second.
+            wake = min(robots.fetched_at + robots.retry_in - now, self.retry_for - waited, 1.0)
+            await asyncio.sleep(max(wake, 0.05))
+            robots = await self.robots_for(origin)
         if not robots.allowed(request.url, self.agent):
             raise RobotsDisallowed(f"forbidden by robots.txt: {request.url}")
         return None
@@ -110,6 +164,10 @@ class RobotsMiddleware:
             pending.add_done_callback(lambda _: self._pending.pop(origin, None))
         robots = await asyncio.shield(pending)
         self._robots[origin] = robots
+        if robots.unreachable:
+            self._down_since.setdefault(origin, robots.fetched_at)
+        else:
+            self._down_since.pop(origin, None)
         return robots
 
     async def _load(self, origin: str) -> Robots:
@@ -118,15 +176,25 @@ class RobotsMiddleware:
         lock = key + ":lock"
         redis = state.client
         while True:
-            robots = cached_robots(state, origin)
-            if robots is not None and robots.fresh(time.time()):
-                return robots
+            stored = cached_robots(state, origin)
+            # An outage is only waited on by a process that has seen it begin.
+            if stored is not None and stored.fresh(time.time()):
+                if not stored.unreachable or origin in self._down_since:
+                    return stored
             # One process of the job fetches; the others wait for its answer.
             if redis.set(lock, 1, nx=True, ex=LOCK_TTL):
                 try:
                     robots = await self._fetch(origin)
-                    record = {"status": robots.status, "at": robots.fetched_at, "body": robots.body}
-                    redis.set(key, json.dumps(record), ex=FRESH_FOR)
+                    if robots.unreachable:
+                        robots.failures = 1
+                        if stored is not None and origin in self._down_since:
+                            robots.failures += stored.failures
+                        logger.warning(
+                            "%s: its pages wait; asking again in %.0f s",
+                            robots.reason,
+                            robots.retry_in,
+                        )
+                    redis.set(key, robots.record(), ex=FRESH_FOR)
                     return robots
                 finally:
                     redis.delete(lock)
@@ -150,12 +218,13 @@ class RobotsMiddleware:
             stats.inc_value("crawlyx/robots/too_many_redirects")
             return Robots(410, "", time.time())
         except Exception as exc:
-            logger.warning("robots.txt of %s unavailable (%s): disallowing for now", origin, exc)
             stats.inc_value("crawlyx/robots/unavailable")
-            return Robots(0, "", time.time())
+            reason = f"{origin} could not be reached ({classify(Failure(exc))}: {exc})"
+            return Robots(0, "", time.time(), reason=reason)
         stats.inc_value(f"crawlyx/robots/status/{response.status}")
         body = response.body[:ROBOTS_MAX_BYTES].decode("utf-8", "replace")
-        return Robots(response.status, body, time.time())
+        reason = f"robots.txt of {origin} answered {response.status}"
+        return Robots(response.status, body, time.time(), reason=reason)
 
 
 def _robots_key(state, origin: str) -> str:
@@ -168,4 +237,10 @@ def cached_robots(state, origin: str) -> Robots | None:
     if raw is None:
         return None
     record = json.loads(raw)
-    return Robots(record["status"], record["body"], record["at"])
+    return Robots(
+        record["status"],
+        record["body"],
+        record["at"],
+        record.get("failures", 0),
+        record.get("reason", ""),
+    )

@@ -21,7 +21,7 @@ from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.extensions.breadth import Breadth
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
-from crawlyx.middlewares.robots import cached_robots
+from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
 from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.normalize import normalize_url, url_origin
 from crawlyx.optout import OptOut
@@ -47,6 +47,7 @@ class SiteSpider(Spider):
         self.render_mode = self.args.render  # as run: "never" when auto finds no browser
         self.browser_meta: dict = {}
         self.quota: PageQuota | None = None
+        self.start_failure: tuple[str, str] | None = None  # (class, detail)
 
     @classmethod
     def check_arguments(cls, arguments: dict) -> None:
@@ -83,6 +84,7 @@ class SiteSpider(Spider):
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)
+        crawler.signals.connect(spider.closed_start, signal=signals.spider_closed)
         return spider
 
     def idle(self):
@@ -92,6 +94,16 @@ class SiteSpider(Spider):
     def closed_quota(self):
         if self.quota is not None:
             self.quota.release()
+
+    def closed_start(self):
+        """A crawl that emitted nothing because its start URL failed says so, and the
+        crawl command exits with status 1."""
+        stats = self.crawler.stats
+        if self.start_failure is None or stats.get_value("item_scraped_count"):
+            return
+        error_class, detail = self.start_failure
+        self.logger.error("crawlyx: nothing crawled, the start URL failed: %s", detail)
+        stats.set_value("crawlyx/start_failed", error_class)
 
     @property
     def visited(self):
@@ -364,11 +376,18 @@ class SiteSpider(Spider):
         request = failure.request
         if _render_failure(failure, request):
             return self._render_failed(request, f"{type(failure.value).__name__}: {failure.value}")
+        error_class = classify(failure)
         detail = f"{type(failure.value).__name__}: {failure.value}"
+        referrer = request.meta.get("crawlyx_referrer")
         # A refused redirect names the URLs it leaves unaccounted for (a loop's, all).
         for url in getattr(failure.value, "urls", None) or [request.url]:
-            self.errors.record(url, classify(failure), detail, request.meta.get("crawlyx_referrer"))
-        self.visited.release(request)
+            self.errors.record(url, error_class, detail, referrer)
+        if request.meta.get("crawlyx_anchor"):
+            self.start_failure = (error_class, f"{request.url} ({error_class}): {failure.value}")
+        if failure.check(RobotsUnavailable):
+            self.visited.park(request)  # not fetched, so not done: the next run fetches it
+        else:
+            self.visited.release(request)
 
 
 def _facts(response) -> dict:
