@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 
+import redis
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
@@ -59,7 +60,7 @@ class Scheduler(RedisScheduler):
         self.spider = spider
         self.visited = visited_table(self.crawler)
         self.server = self.visited.redis
-        self._heartbeat = task.LoopingCall(self.visited.heartbeat)
+        self._heartbeat = task.LoopingCall(self._beat)
         self._heartbeat.start(self.HEARTBEAT_INTERVAL, now=True)
         self.visited.retire_gone_neighbours()  # killed here: no need to wait for the TTL
         requeued = self.visited.requeue_dead()
@@ -71,6 +72,16 @@ class Scheduler(RedisScheduler):
                 queued,
                 requeued,
             )
+
+    def _beat(self) -> None:
+        """One heartbeat. A Redis error skips this beat: an exception would stop the
+        looping call for good, and 30 s later other processes would take this live
+        process's leases and fetch its pages again."""
+        try:
+            self.visited.heartbeat()
+        except redis.RedisError as exc:
+            logger.warning("Heartbeat not sent, Redis failed: %s", exc)
+            self.stats.inc_value("crawlyx/redis/heartbeat_failures")
 
     def close(self, reason):
         if self._heartbeat is not None and self._heartbeat.running:

@@ -20,8 +20,7 @@ from crawlyx.state import crawl_state
 from crawlyx.visited import LEASE_META, VisitedTable
 
 
-@pytest.fixture
-def scheduler(redis_url):
+def open_scheduler(redis_url: str) -> Scheduler:
     settings = {name: value for name, value in vars(project).items() if name.isupper()}
     settings["CRAWLYX_REDIS_URL"] = redis_url
     crawler = get_crawler(SiteSpider, settings_dict=settings)
@@ -29,10 +28,28 @@ def scheduler(redis_url):
     crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
     scheduler = Scheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
-    yield scheduler
+    return scheduler
+
+
+def close_scheduler(scheduler: Scheduler) -> None:
     scheduler.close("finished")
-    crawl_state(crawler).delete_all()
-    crawler.spider.workers.close()  # started by the spider, stopped by the engine
+    crawl_state(scheduler.crawler).delete_all()
+    scheduler.spider.workers.close()  # started by the spider, stopped by the engine
+
+
+@pytest.fixture
+def scheduler(redis_url):
+    scheduler = open_scheduler(redis_url)
+    yield scheduler
+    close_scheduler(scheduler)
+
+
+@pytest.fixture
+def own_scheduler(own_redis):
+    """A scheduler on a Redis of its own, which the test may stop and start again."""
+    scheduler = open_scheduler(own_redis.url)
+    yield scheduler
+    close_scheduler(scheduler)
 
 
 def test_dedup_sees_normalized_urls(scheduler):
@@ -203,3 +220,19 @@ def test_feed_files_get_each_item_at_once(tmp_path):
     file.write(b'{"url": "http://127.0.0.1:9/"}\n')
     assert path.read_bytes() == b'{"url": "http://127.0.0.1:9/"}\n'  # not left in a buffer
     file.close()
+
+
+def test_a_redis_error_skips_a_heartbeat_and_the_beating_goes_on(own_redis, own_scheduler):
+    table, loop = own_scheduler.visited, own_scheduler._heartbeat
+    owner_key = table.owner_prefix + table.owner
+    own_redis.stop()
+    loop.call.cancel()
+    loop()  # a beat, as the reactor runs it
+    assert loop.running
+    assert own_scheduler.stats.get_value("crawlyx/redis/heartbeat_failures") == 1
+    own_redis.start()  # its data survived, the first beat's key with it
+    table.redis.delete(owner_key)
+    loop.call.cancel()
+    loop()
+    assert loop.running
+    assert table.redis.ttl(owner_key) > 0
