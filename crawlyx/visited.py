@@ -9,8 +9,11 @@ push onto the queue, so of any number of discoverers, in any number of processes
 exactly one wins and only the winner enqueues. A request is *leased* when a process
 pops it: the lease records the owner and the serialized request, so a lease held by
 a process that died can be put back on the queue. It is *done* once its response (or
-failure) has been handled. A popped fingerprint that is already done is dropped, which
-keeps a re-queued lease and a retry from ever fetching a page twice.
+failure) has been handled. A request fetched again (a retry, a render) goes back to
+the queue under its lease: ``leased -> queued``, the lease removed in the same script,
+so a dead owner's lease can never queue the page a second time. Every way onto the
+queue sets ``queued``, and a pop takes only a fingerprint still ``queued``: a page is in
+the queue at most once, and a stale copy is dropped, never fetched.
 
 A process talks to the table in round trips that carry all it has pending: the claims
 and pushes it made since the last one go with the next release or pop, in one Lua
@@ -45,15 +48,29 @@ LEASE_META = "crawlyx_lease"
 # and popping what to fetch next.
 # KEYS: visited, queue, leases.
 # ARGV: owner, pops (how many to pop), dones (how many fps follow), the done fps, then
-#   triples: "c" (claim: none -> queued, pushed only by the winner) or "p" (push), fp,
-#   message. Claims and pushes go on the queue in order, before anything is popped.
+#   triples: "c" (claim: none -> queued, pushed only by the winner) or "p" (push: a
+#   request outside the table, or leased -> queued by the lease's owner), fp, message.
+#   Claims and pushes go on the queue in order, before anything is popped.
 # Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped messages}.
 _SYNC = """
 local won, released, popped = {}, {}, {}
 local dones = tonumber(ARGV[3])
+local mine = ARGV[1] .. '|'
 for i = 4 + dones, #ARGV, 3 do
   if ARGV[i] == 'p' then
-    redis.call('LPUSH', KEYS[2], ARGV[i + 2])
+    local fp = ARGV[i + 1]
+    if fp == string.rep('-', 40) then
+      redis.call('LPUSH', KEYS[2], ARGV[i + 2])
+    else
+      -- leased -> queued, only by the lease's owner: the lease goes, so the page is
+      -- in the queue once, and a lease requeued meanwhile is not queued twice.
+      local lease = redis.call('HGET', KEYS[3], fp)
+      if lease and string.sub(lease, 1, #mine) == mine then
+        redis.call('HDEL', KEYS[3], fp)
+        redis.call('HSET', KEYS[1], fp, 'q')
+        redis.call('LPUSH', KEYS[2], ARGV[i + 2])
+      end
+    end
   elseif redis.call('HSETNX', KEYS[1], ARGV[i + 1], 'q') == 1 then
     redis.call('LPUSH', KEYS[2], ARGV[i + 2])
     won[#won + 1] = 1
@@ -72,7 +89,7 @@ while #popped < pops do
   local fp = string.sub(m, 1, 40)
   if fp == string.rep('-', 40) then
     popped[#popped + 1] = m
-  elseif redis.call('HGET', KEYS[1], fp) ~= 'd' then
+  elseif redis.call('HGET', KEYS[1], fp) == 'q' then
     redis.call('HSET', KEYS[1], fp, 'l')
     redis.call('HSET', KEYS[3], fp, ARGV[1] .. '|' .. string.sub(m, 41))
     popped[#popped + 1] = m
@@ -167,9 +184,11 @@ class VisitedTable:
         self._pending += (b"c", key, key + payload)
 
     def push(self, fp: str | None, payload: bytes) -> None:
-        """Queue without claiming: a request this process already holds the lease of
-        (a retry, a redirect to the same page), or one outside the table (fp None).
-        Sent with the next round trip, like :meth:`claim_later`."""
+        """Queue without claiming: a request this process holds the lease of (a retry, a
+        redirect to the same page), which goes from leased to queued, or one outside the
+        table (fp None). A lease this process no longer holds (taken back while it
+        seemed dead) queues nothing. Sent with the next round trip, like
+        :meth:`claim_later`."""
         prefix = fp.encode() if fp else NO_FP
         self._pending += (b"p", prefix, prefix + payload)
 
