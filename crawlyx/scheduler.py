@@ -6,8 +6,10 @@ frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
 - dedup uses the crawler's request fingerprinter (normalized URLs), not a hash of
   its own, and the seen-check and the push are one atomic claim (see
   :mod:`crawlyx.visited`) instead of "mark seen, then push";
-- a request that cannot be serialized is an error naming its URL; scrapy-redis
-  marks it seen first and then loses it;
+- a request is queued as data (:mod:`crawlyx.queued`), not pickled: what is in Redis
+  cannot make a crawler run code; one that cannot be queued is an error naming its
+  URL (scrapy-redis marks it seen first and then loses it), and a queue entry that is
+  not a crawlyx request is refused;
 - a popped request is leased, and termination is "queue empty and nothing leased
   by a live process", never an idle timeout (its BRPOP-based idle wait freezes the
   reactor);
@@ -24,12 +26,10 @@ import logging
 from collections import deque
 
 import redis
-from scrapy.utils.misc import load_object
-from scrapy.utils.request import request_from_dict
-from scrapy_redis import picklecompat
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
+from crawlyx import queued
 from crawlyx.visited import LEASE_META, visited_table
 
 logger = logging.getLogger(__name__)
@@ -41,10 +41,7 @@ class Scheduler(RedisScheduler):
     POP_BATCH = 4
 
     def __init__(self, crawler):
-        serializer = crawler.settings.get("SCHEDULER_SERIALIZER") or picklecompat
-        if isinstance(serializer, str):
-            serializer = load_object(serializer)
-        super().__init__(server=None, persist=True, serializer=serializer)
+        super().__init__(server=None, persist=True)
         self.crawler = crawler
         self.stats = crawler.stats
         self.fingerprinter = crawler.request_fingerprinter
@@ -138,8 +135,8 @@ class Scheduler(RedisScheduler):
 
     def _encode(self, request) -> bytes | None:
         try:
-            return self.serializer.dumps(self._request_dict(request))
-        except Exception as exc:
+            return queued.encode(request, self.spider)
+        except (ValueError, TypeError) as exc:
             logger.error(
                 "Cannot queue %s: the request does not serialize (%s: %s); it is not crawled",
                 request.url,
@@ -148,16 +145,6 @@ class Scheduler(RedisScheduler):
             )
             self.stats.inc_value("crawlyx/frontier/unserializable")
             return None
-
-    def _request_dict(self, request) -> dict:
-        """``request.to_dict(spider=...)``, which finds a callback's name by scanning every
-        member of the spider for each request: a method of the spider names itself."""
-        names = [_method_name(self.spider, f) for f in (request.callback, request.errback)]
-        if _UNNAMED in names:
-            return request.to_dict(spider=self.spider)
-        data = request.replace(callback=None, errback=None).to_dict()
-        data["callback"], data["errback"] = names
-        return data
 
     # -- out ----------------------------------------------------------------------
 
@@ -172,10 +159,10 @@ class Scheduler(RedisScheduler):
                     return None
             fp, payload = self._popped.popleft()
             try:
-                request = request_from_dict(self.serializer.loads(payload), spider=self.spider)
-            except Exception as exc:
-                logger.error("Dropping a queued request that does not load: %s", exc)
-                self.stats.inc_value("crawlyx/frontier/undecodable")
+                request = queued.decode(payload, self.spider)
+            except queued.Refused as exc:
+                logger.error("Refusing a queue entry that is not a crawlyx request: %s", exc)
+                self.stats.inc_value("crawlyx/frontier/refused")
                 if fp is not None:
                     self.visited.done(fp)
                 continue
@@ -203,16 +190,3 @@ class Scheduler(RedisScheduler):
         if self.visited.requeue_dead():
             return True
         return self.visited.leased() > 0
-
-
-_UNNAMED = object()
-
-
-def _method_name(spider, func):
-    """The name of ``func`` as a method of ``spider`` (None for None), or _UNNAMED."""
-    if func is None:
-        return None
-    name = getattr(func, "__name__", None)
-    if getattr(func, "__self__", None) is spider and getattr(spider, name, None) == func:
-        return name
-    return _UNNAMED

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import threading
 import time
 from collections import Counter
@@ -335,13 +334,13 @@ def test_abort_request_keeps_the_browser_on_the_page_origin():
     assert abort(_Request("http://evil.test/", "document", "about:blank", first))
 
 
-def test_browser_requests_and_kept_pages_pickle():
+def test_browser_requests_and_kept_pages_are_plain_data():
     from scrapy.settings import Settings
 
     settings = Settings()
     settings.setmodule("crawlyx.settings")
     meta = render.browser_meta(settings)
-    assert pickle.loads(pickle.dumps(meta)) == meta
+    assert json.loads(json.dumps(meta)) == meta
     page = analyze(JS_PAGE.format(port=1), "http://x.test/js", "http://x.test")
     assert render.keepable({"page": page, "directives": [], "facts": {}})
     assert not render.keepable({"page": {"markdown": "x" * (render.HTTP_PAGE_MAX_BYTES + 1)}})
