@@ -17,6 +17,9 @@ frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
   requests); the ones not started yet go back to the front of the queue on close;
 - claims are sent with the process's next round trip to Redis rather than one each:
   the links a page yields go in the same round trip as its lease's release;
+- Redis unreachable (restarting, stalled) pauses the crawl instead of ending it: a
+  failed pop is "nothing to fetch now" while the engine is told requests are pending,
+  and what could not be sent (claims, finished leases) goes with the next round trip;
 - stats are counted without the deprecated ``spider=`` argument.
 """
 
@@ -30,6 +33,7 @@ from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
 from crawlyx import queued
+from crawlyx.state import REDIS_DOWN, outage
 from crawlyx.visited import LEASE_META, visited_table
 
 logger = logging.getLogger(__name__)
@@ -84,17 +88,29 @@ class Scheduler(RedisScheduler):
         if self._heartbeat is not None and self._heartbeat.running:
             self._heartbeat.stop()
         if self.visited is not None:
-            self.visited.sync()  # claims not sent yet
-            if self._popped:
-                self.visited.give_back(list(self._popped))
-                self._popped.clear()
-            self.visited.retire()
+            try:
+                self.visited.sync()  # claims not sent yet
+                if self._popped:
+                    self.visited.give_back(list(self._popped))
+                    self._popped.clear()
+                self.visited.retire()
+            except REDIS_DOWN as exc:
+                # The leases come back once the heartbeat expires; the claims are lost.
+                outage(self.stats, "closing", exc)
+                logger.error(
+                    "Stopped without reaching Redis: %d links found were not queued",
+                    self.visited._pending[::3].count(b"c"),
+                )
 
     def flush(self):
         raise NotImplementedError("a crawlyx frontier is removed with its job, not flushed")
 
     def __len__(self):
-        return self.visited.queued() + len(self._popped)
+        try:
+            return self.visited.queued() + len(self._popped)
+        except REDIS_DOWN as exc:
+            outage(self.stats, "counting the queue", exc)
+            return len(self._popped)
 
     # -- in -----------------------------------------------------------------------
 
@@ -154,7 +170,11 @@ class Scheduler(RedisScheduler):
             return None
         while True:
             if not self._popped:
-                self._popped.extend(self.visited.pop_many(self.POP_BATCH))
+                try:
+                    self._popped.extend(self.visited.pop_many(self.POP_BATCH))
+                except REDIS_DOWN as exc:
+                    outage(self.stats, "popping requests", exc)
+                    return None  # nothing now; has_pending_requests keeps the crawl open
                 if not self._popped:
                     return None
             fp, payload = self._popped.popleft()
@@ -177,16 +197,33 @@ class Scheduler(RedisScheduler):
         Not while anything is queued, nor while a live process holds a lease (it may
         still discover pages). Leases of dead processes go back on the queue. This
         process holds no lease while idle; one it still has was lost on a path that
-        never reported back, and is closed here so the crawl can end.
+        never reported back, and is closed here so the crawl can end, or was popped by
+        a round trip whose answer never came (Redis failed), and is queued again.
+        Redis unreachable: the crawl cannot know, so it waits.
         """
         if getattr(self.spider, "closing", False):
             return False
-        if self._popped or self.visited.queued():
+        try:
+            return self._pending()
+        except REDIS_DOWN as exc:
+            outage(self.stats, "checking for pending requests", exc)
             return True
-        for fp in self.visited.own_leases():
-            if self.visited.done(fp):
+
+    def _pending(self) -> bool:
+        table = self.visited
+        if self._popped or table.queued():  # queued() sends what is pending first
+            return True
+        unanswered = []
+        for fp in table.own_leases():
+            if fp not in table.held:
+                unanswered.append((fp, b""))
+            elif table.done(fp):
                 logger.warning("Released a lease no callback or errback reported: %s", fp)
                 self.stats.inc_value("crawlyx/frontier/lost_leases")
-        if self.visited.requeue_dead():
+        if unanswered:
+            table.give_back(unanswered)
+            self.stats.inc_value("crawlyx/frontier/unanswered_pops", len(unanswered))
             return True
-        return self.visited.leased() > 0
+        if table.requeue_dead():
+            return True
+        return table.leased() > 0

@@ -34,7 +34,7 @@ from collections import OrderedDict
 from weakref import WeakKeyDictionary
 
 from crawlyx.process import running
-from crawlyx.state import State, crawl_state
+from crawlyx.state import REDIS_DOWN, State, crawl_state, outage
 
 FP_LEN = 40  # hex sha1
 NO_FP = b"-" * FP_LEN  # a request outside the visited table (dont_filter, no lease)
@@ -152,6 +152,10 @@ class VisitedTable:
         self._sync = self.redis.register_script(_SYNC)
         # Claims and pushes not sent yet: the next round trip carries them.
         self._pending: list[bytes] = []  # (b"c" claim or b"p" push, fp, message) flat
+        self._dones: list[str] = []  # leases finished while Redis was unreachable
+        # Leases this process popped and has not finished: a lease of its own that is
+        # not here was popped by a round trip whose answer was lost.
+        self.held: set[str] = set()
         self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
         self._unlease = self.redis.register_script(_UNLEASE)
         self._offered: OrderedDict[str, None] = OrderedDict()
@@ -191,18 +195,24 @@ class VisitedTable:
         :meth:`claim_later`."""
         prefix = fp.encode() if fp else NO_FP
         self._pending += (b"p", prefix, prefix + payload)
+        self.held.discard(fp)
 
     def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list]:
         """One round trip: send what is pending, mark ``done`` fingerprints done and pop
         up to ``pop`` requests. Returns (claims won, leases released, popped messages)."""
-        pending = self._pending
-        if not (pending or done or pop):
+        pending, dones = self._pending, [*self._dones, *done]
+        if not (pending or dones or pop):
             return [], [], []
-        won, released, popped = self._sync(
-            keys=[self.visited_key, self.queue_key, self.leases_key],
-            args=[self.owner, pop, len(done), *done, *pending],
-        )
-        self._pending = []  # only once sent: a failed call keeps it for the next
+        try:
+            won, released, popped = self._sync(
+                keys=[self.visited_key, self.queue_key, self.leases_key],
+                args=[self.owner, pop, len(dones), *dones, *pending],
+            )
+        except REDIS_DOWN:
+            self._dones = dones  # kept, like the pending claims, for the next round trip
+            raise
+        self._pending, self._dones = [], []  # only once sent
+        released = released[len(dones) - len(done) :]
         claims = pending[::3].count(b"c")
         if claims and self.stats is not None:
             self.stats.inc_value("crawlyx/frontier/enqueued", sum(won))
@@ -226,12 +236,21 @@ class VisitedTable:
         popped = []
         for message in self.sync(pop=n)[2]:
             fp = message[:FP_LEN]
-            popped.append(((None if fp == NO_FP else fp.decode()), message[FP_LEN:]))
+            fp = None if fp == NO_FP else fp.decode()
+            if fp is not None:
+                self.held.add(fp)
+            popped.append((fp, message[FP_LEN:]))
         return popped
 
     def done(self, fp: str) -> bool:
-        """leased -> done. True if this call released a lease."""
-        return bool(self.sync(done=(fp,))[1][0])
+        """leased -> done. True if this call released a lease. With Redis unreachable,
+        sent with the next round trip (False now)."""
+        self.held.discard(fp)
+        try:
+            return bool(self.sync(done=(fp,))[1][0])
+        except REDIS_DOWN as exc:
+            outage(self.stats, "finishing a lease", exc)
+            return False
 
     def release(self, request) -> None:
         """The request's response or failure is handled: its lease, if any, is done."""
@@ -243,7 +262,11 @@ class VisitedTable:
         """Give the request's lease back unfinished: it will be fetched again."""
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
-            self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
+            self.held.discard(fp)  # if Redis is unreachable, given back once idle
+            try:
+                self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
+            except REDIS_DOWN as exc:
+                outage(self.stats, "giving a lease back", exc)
 
     def give_back(self, popped: list[tuple[str | None, bytes]]) -> None:
         """Put popped, unstarted requests back at the front of the queue, in order."""
@@ -251,6 +274,7 @@ class VisitedTable:
         pipe = self.redis.pipeline(transaction=False)
         keys = [self.visited_key, self.queue_key, self.leases_key]
         for fp, payload in reversed(popped):
+            self.held.discard(fp)
             if fp is None:
                 pipe.rpush(self.queue_key, NO_FP + payload)
             else:

@@ -318,3 +318,34 @@ def test_a_redis_error_skips_a_heartbeat_and_the_beating_goes_on(own_redis, own_
     loop()
     assert loop.running
     assert table.redis.ttl(owner_key) > 0
+
+
+def test_a_redis_outage_pauses_the_frontier_and_loses_nothing(own_redis, own_scheduler):
+    scheduler, spider, table = own_scheduler, own_scheduler.spider, own_scheduler.visited
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/page", spider.parse))
+    page = scheduler.next_request()
+    fp = page.meta[LEASE_META]
+    own_redis.stop()
+    assert scheduler.enqueue_request(Request("http://127.0.0.1:9/link", spider.parse))
+    table.release(page)  # not sent: kept for the next round trip
+    assert scheduler.next_request() is None  # nothing to fetch now
+    assert scheduler.has_pending_requests() is True  # but the crawl is not over
+    assert scheduler.stats.get_value("crawlyx/redis/errors") >= 3
+    own_redis.start()
+    assert scheduler.has_pending_requests() is True  # the link
+    assert table.state_of(fp) == b"d"  # the release went with it
+    assert scheduler.next_request().url == "http://127.0.0.1:9/link"
+
+
+def test_a_pop_whose_answer_was_lost_is_queued_again(scheduler):
+    spider, table = scheduler.spider, scheduler.visited
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/lost-answer", spider.parse))
+    table.sync()
+    # The pop ran in Redis but its answer never reached this process.
+    table._sync(
+        keys=[table.visited_key, table.queue_key, table.leases_key], args=[table.owner, 1, 0]
+    )
+    assert table.leased() == 1 and table.queued() == 0
+    assert scheduler.has_pending_requests() is True
+    assert scheduler.stats.get_value("crawlyx/frontier/unanswered_pops") == 1
+    assert scheduler.next_request().url == "http://127.0.0.1:9/lost-answer"

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import time
+from contextlib import suppress
 
 from protego import Protego
 from scrapy import Request
@@ -25,7 +26,7 @@ from scrapy.http.request import NO_CALLBACK
 
 from crawlyx.errors import CrawlyxIgnore
 from crawlyx.normalize import url_origin
-from crawlyx.state import crawl_state
+from crawlyx.state import REDIS_DOWN, crawl_state, outage
 
 logger = logging.getLogger(__name__)
 
@@ -118,18 +119,27 @@ class RobotsMiddleware:
         lock = key + ":lock"
         redis = state.client
         while True:
-            robots = cached_robots(state, origin)
-            if robots is not None and robots.fresh(time.time()):
-                return robots
-            # One process of the job fetches; the others wait for its answer.
-            if redis.set(lock, 1, nx=True, ex=LOCK_TTL):
+            try:
+                robots = cached_robots(state, origin)
+                if robots is not None and robots.fresh(time.time()):
+                    return robots
+                # One process of the job fetches; the others wait for its answer.
+                locked = redis.set(lock, 1, nx=True, ex=LOCK_TTL)
+            except REDIS_DOWN as exc:  # the origin's requests wait for Redis
+                outage(self.crawler.stats, f"reading robots.txt of {origin}", exc)
+                await asyncio.sleep(1.0)
+                continue
+            if locked:
                 try:
                     robots = await self._fetch(origin)
                     record = {"status": robots.status, "at": robots.fetched_at, "body": robots.body}
                     redis.set(key, json.dumps(record), ex=FRESH_FOR)
-                    return robots
+                except REDIS_DOWN as exc:  # this process has the rules, the others wait
+                    outage(self.crawler.stats, f"storing robots.txt of {origin}", exc)
                 finally:
-                    redis.delete(lock)
+                    with suppress(*REDIS_DOWN):  # or the lock expires
+                        redis.delete(lock)
+                return robots
             await asyncio.sleep(0.1)
 
     async def _fetch(self, origin: str) -> Robots:
