@@ -25,9 +25,9 @@ instead: the one kept in the request (``auto``) or, when none was fetched yet
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import pickle
 from urllib.parse import urlsplit
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ HANDLER = "crawlyx.browser.BrowserHandler"  # scrapy-playwright's, shared by htt
 RENDER_META = "crawlyx_render"
 # The analyzed HTTP version of a page sent to the browser, emitted if the render fails.
 HTTP_PAGE_META = "crawlyx_http_page"
-# Kept only while this small (pickled): requests go through Redis. A shell's analysis
+# Kept only while this small (as JSON): requests go through Redis. A shell's analysis
 # is small by definition (under 200 characters of text); a larger one is re-fetched.
 HTTP_PAGE_MAX_BYTES = 64 * 1024
 
@@ -166,7 +166,7 @@ def launch_options(path: str, euid: int | None = None) -> dict:
 
 
 def browser_meta(settings) -> dict:
-    """The meta that sends a request through the browser (it pickles: plain data)."""
+    """The meta that sends a request through the browser (plain data: it is queued)."""
     return {
         "playwright": True,
         RENDER_META: "browser",
@@ -182,8 +182,8 @@ def from_browser(response) -> bool:
 def keepable(page: dict) -> bool:
     """Small enough to travel in a request's meta through the Redis queue."""
     try:
-        return len(pickle.dumps(page, protocol=pickle.HIGHEST_PROTOCOL)) <= HTTP_PAGE_MAX_BYTES
-    except Exception:
+        return len(json.dumps(page, allow_nan=False)) <= HTTP_PAGE_MAX_BYTES
+    except (TypeError, ValueError):
         return False
 
 

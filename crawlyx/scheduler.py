@@ -6,8 +6,10 @@ frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
 - dedup uses the crawler's request fingerprinter (normalized URLs), not a hash of
   its own, and the seen-check and the push are one atomic claim (see
   :mod:`crawlyx.visited`) instead of "mark seen, then push";
-- a request that cannot be serialized is an error naming its URL; scrapy-redis
-  marks it seen first and then loses it;
+- a request is queued as data (:mod:`crawlyx.queued`), not pickled: what is in Redis
+  cannot make a crawler run code; one that cannot be queued is an error naming its
+  URL (scrapy-redis marks it seen first and then loses it), and a queue entry that is
+  not a crawlyx request is refused;
 - a popped request is leased, and termination is "queue empty and nothing leased
   by a live process", never an idle timeout (its BRPOP-based idle wait freezes the
   reactor);
@@ -15,6 +17,9 @@ frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
   requests); the ones not started yet go back to the front of the queue on close;
 - claims are sent with the process's next round trip to Redis rather than one each:
   the links a page yields go in the same round trip as its lease's release;
+- Redis unreachable (restarting, stalled) pauses the crawl instead of ending it: a
+  failed pop is "nothing to fetch now" while the engine is told requests are pending,
+  and what could not be sent (claims, finished leases) goes with the next round trip;
 - stats are counted without the deprecated ``spider=`` argument.
 """
 
@@ -23,12 +28,12 @@ from __future__ import annotations
 import logging
 from collections import deque
 
-from scrapy.utils.misc import load_object
-from scrapy.utils.request import request_from_dict
-from scrapy_redis import picklecompat
+import redis
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
+from crawlyx import queued
+from crawlyx.state import REDIS_DOWN, outage
 from crawlyx.visited import LEASE_META, visited_table
 
 logger = logging.getLogger(__name__)
@@ -40,10 +45,7 @@ class Scheduler(RedisScheduler):
     POP_BATCH = 4
 
     def __init__(self, crawler):
-        serializer = crawler.settings.get("SCHEDULER_SERIALIZER") or picklecompat
-        if isinstance(serializer, str):
-            serializer = load_object(serializer)
-        super().__init__(server=None, persist=True, serializer=serializer)
+        super().__init__(server=None, persist=True)
         self.crawler = crawler
         self.stats = crawler.stats
         self.fingerprinter = crawler.request_fingerprinter
@@ -59,7 +61,7 @@ class Scheduler(RedisScheduler):
         self.spider = spider
         self.visited = visited_table(self.crawler)
         self.server = self.visited.redis
-        self._heartbeat = task.LoopingCall(self.visited.heartbeat)
+        self._heartbeat = task.LoopingCall(self._beat)
         self._heartbeat.start(self.HEARTBEAT_INTERVAL, now=True)
         self.visited.retire_gone_neighbours()  # killed here: no need to wait for the TTL
         self.visited.unpark()  # left by an earlier run for this one (robots.txt unreachable)
@@ -73,21 +75,43 @@ class Scheduler(RedisScheduler):
                 requeued,
             )
 
+    def _beat(self) -> None:
+        """One heartbeat. A Redis error skips this beat: an exception would stop the
+        looping call for good, and 30 s later other processes would take this live
+        process's leases and fetch its pages again."""
+        try:
+            self.visited.heartbeat()
+        except redis.RedisError as exc:
+            logger.warning("Heartbeat not sent, Redis failed: %s", exc)
+            self.stats.inc_value("crawlyx/redis/heartbeat_failures")
+
     def close(self, reason):
         if self._heartbeat is not None and self._heartbeat.running:
             self._heartbeat.stop()
         if self.visited is not None:
-            self.visited.sync()  # claims not sent yet
-            if self._popped:
-                self.visited.give_back(list(self._popped))
-                self._popped.clear()
-            self.visited.retire()
+            try:
+                self.visited.sync()  # claims not sent yet
+                if self._popped:
+                    self.visited.give_back(list(self._popped))
+                    self._popped.clear()
+                self.visited.retire()
+            except REDIS_DOWN as exc:
+                # The leases come back once the heartbeat expires; the claims are lost.
+                outage(self.stats, "closing", exc)
+                logger.error(
+                    "Stopped without reaching Redis: %d links found were not queued",
+                    self.visited._pending[::3].count(b"c"),
+                )
 
     def flush(self):
         raise NotImplementedError("a crawlyx frontier is removed with its job, not flushed")
 
     def __len__(self):
-        return self.visited.queued() + len(self._popped)
+        try:
+            return self.visited.queued() + len(self._popped)
+        except REDIS_DOWN as exc:
+            outage(self.stats, "counting the queue", exc)
+            return len(self._popped)
 
     # -- in -----------------------------------------------------------------------
 
@@ -136,8 +160,8 @@ class Scheduler(RedisScheduler):
 
     def _encode(self, request) -> bytes | None:
         try:
-            return self.serializer.dumps(self._request_dict(request))
-        except Exception as exc:
+            return queued.encode(request, self.spider)
+        except (ValueError, TypeError) as exc:
             logger.error(
                 "Cannot queue %s: the request does not serialize (%s: %s); it is not crawled",
                 request.url,
@@ -147,16 +171,6 @@ class Scheduler(RedisScheduler):
             self.stats.inc_value("crawlyx/frontier/unserializable")
             return None
 
-    def _request_dict(self, request) -> dict:
-        """``request.to_dict(spider=...)``, which finds a callback's name by scanning every
-        member of the spider for each request: a method of the spider names itself."""
-        names = [_method_name(self.spider, f) for f in (request.callback, request.errback)]
-        if _UNNAMED in names:
-            return request.to_dict(spider=self.spider)
-        data = request.replace(callback=None, errback=None).to_dict()
-        data["callback"], data["errback"] = names
-        return data
-
     # -- out ----------------------------------------------------------------------
 
     def next_request(self):
@@ -165,15 +179,19 @@ class Scheduler(RedisScheduler):
             return None
         while True:
             if not self._popped:
-                self._popped.extend(self.visited.pop_many(self.POP_BATCH))
+                try:
+                    self._popped.extend(self.visited.pop_many(self.POP_BATCH))
+                except REDIS_DOWN as exc:
+                    outage(self.stats, "popping requests", exc)
+                    return None  # nothing now; has_pending_requests keeps the crawl open
                 if not self._popped:
                     return None
             fp, payload = self._popped.popleft()
             try:
-                request = request_from_dict(self.serializer.loads(payload), spider=self.spider)
-            except Exception as exc:
-                logger.error("Dropping a queued request that does not load: %s", exc)
-                self.stats.inc_value("crawlyx/frontier/undecodable")
+                request = queued.decode(payload, self.spider)
+            except queued.Refused as exc:
+                logger.error("Refusing a queue entry that is not a crawlyx request: %s", exc)
+                self.stats.inc_value("crawlyx/frontier/refused")
                 if fp is not None:
                     self.visited.done(fp)
                 continue
@@ -188,29 +206,33 @@ class Scheduler(RedisScheduler):
         Not while anything is queued, nor while a live process holds a lease (it may
         still discover pages). Leases of dead processes go back on the queue. This
         process holds no lease while idle; one it still has was lost on a path that
-        never reported back, and is closed here so the crawl can end.
+        never reported back, and is closed here so the crawl can end, or was popped by
+        a round trip whose answer never came (Redis failed), and is queued again.
+        Redis unreachable: the crawl cannot know, so it waits.
         """
         if getattr(self.spider, "closing", False):
             return False
-        if self._popped or self.visited.queued():
+        try:
+            return self._pending()
+        except REDIS_DOWN as exc:
+            outage(self.stats, "checking for pending requests", exc)
             return True
-        for fp in self.visited.own_leases():
-            if self.visited.done(fp):
+
+    def _pending(self) -> bool:
+        table = self.visited
+        if self._popped or table.queued():  # queued() sends what is pending first
+            return True
+        unanswered = []
+        for fp in table.own_leases():
+            if fp not in table.held:
+                unanswered.append((fp, b""))
+            elif table.done(fp):
                 logger.warning("Released a lease no callback or errback reported: %s", fp)
                 self.stats.inc_value("crawlyx/frontier/lost_leases")
-        if self.visited.requeue_dead():
+        if unanswered:
+            table.give_back(unanswered)
+            self.stats.inc_value("crawlyx/frontier/unanswered_pops", len(unanswered))
             return True
-        return self.visited.leased() > 0
-
-
-_UNNAMED = object()
-
-
-def _method_name(spider, func):
-    """The name of ``func`` as a method of ``spider`` (None for None), or _UNNAMED."""
-    if func is None:
-        return None
-    name = getattr(func, "__name__", None)
-    if getattr(func, "__self__", None) is spider and getattr(spider, name, None) == func:
-        return name
-    return _UNNAMED
+        if table.requeue_dead():
+            return True
+        return table.leased() > 0

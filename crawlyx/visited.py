@@ -9,8 +9,11 @@ push onto the queue, so of any number of discoverers, in any number of processes
 exactly one wins and only the winner enqueues. A request is *leased* when a process
 pops it: the lease records the owner and the serialized request, so a lease held by
 a process that died can be put back on the queue. It is *done* once its response (or
-failure) has been handled. A popped fingerprint that is already done is dropped, which
-keeps a re-queued lease and a retry from ever fetching a page twice.
+failure) has been handled. A request fetched again (a retry, a render) goes back to
+the queue under its lease: ``leased -> queued``, the lease removed in the same script,
+so a dead owner's lease can never queue the page a second time. Every way onto the
+queue sets ``queued``, and a pop takes only a fingerprint still ``queued``: a page is in
+the queue at most once, and a stale copy is dropped, never fetched.
 
 A process talks to the table in round trips that carry all it has pending: the claims
 and pushes it made since the last one go with the next release or pop, in one Lua
@@ -32,7 +35,7 @@ from collections import OrderedDict
 from weakref import WeakKeyDictionary
 
 from crawlyx.process import running
-from crawlyx.state import State, crawl_state
+from crawlyx.state import REDIS_DOWN, State, crawl_state, outage
 
 FP_LEN = 40  # hex sha1
 NO_FP = b"-" * FP_LEN  # a request outside the visited table (dont_filter, no lease)
@@ -46,15 +49,29 @@ LEASE_META = "crawlyx_lease"
 # and popping what to fetch next.
 # KEYS: visited, queue, leases.
 # ARGV: owner, pops (how many to pop), dones (how many fps follow), the done fps, then
-#   triples: "c" (claim: none -> queued, pushed only by the winner) or "p" (push), fp,
-#   message. Claims and pushes go on the queue in order, before anything is popped.
+#   triples: "c" (claim: none -> queued, pushed only by the winner) or "p" (push: a
+#   request outside the table, or leased -> queued by the lease's owner), fp, message.
+#   Claims and pushes go on the queue in order, before anything is popped.
 # Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped messages}.
 _SYNC = """
 local won, released, popped = {}, {}, {}
 local dones = tonumber(ARGV[3])
+local mine = ARGV[1] .. '|'
 for i = 4 + dones, #ARGV, 3 do
   if ARGV[i] == 'p' then
-    redis.call('LPUSH', KEYS[2], ARGV[i + 2])
+    local fp = ARGV[i + 1]
+    if fp == string.rep('-', 40) then
+      redis.call('LPUSH', KEYS[2], ARGV[i + 2])
+    else
+      -- leased -> queued, only by the lease's owner: the lease goes, so the page is
+      -- in the queue once, and a lease requeued meanwhile is not queued twice.
+      local lease = redis.call('HGET', KEYS[3], fp)
+      if lease and string.sub(lease, 1, #mine) == mine then
+        redis.call('HDEL', KEYS[3], fp)
+        redis.call('HSET', KEYS[1], fp, 'q')
+        redis.call('LPUSH', KEYS[2], ARGV[i + 2])
+      end
+    end
   elseif redis.call('HSETNX', KEYS[1], ARGV[i + 1], 'q') == 1 then
     redis.call('LPUSH', KEYS[2], ARGV[i + 2])
     won[#won + 1] = 1
@@ -73,7 +90,7 @@ while #popped < pops do
   local fp = string.sub(m, 1, 40)
   if fp == string.rep('-', 40) then
     popped[#popped + 1] = m
-  elseif redis.call('HGET', KEYS[1], fp) ~= 'd' then
+  elseif redis.call('HGET', KEYS[1], fp) == 'q' then
     redis.call('HSET', KEYS[1], fp, 'l')
     redis.call('HSET', KEYS[3], fp, ARGV[1] .. '|' .. string.sub(m, 41))
     popped[#popped + 1] = m
@@ -144,6 +161,10 @@ class VisitedTable:
         self._sync = self.redis.register_script(_SYNC)
         # Claims and pushes not sent yet: the next round trip carries them.
         self._pending: list[bytes] = []  # (b"c" claim or b"p" push, fp, message) flat
+        self._dones: list[str] = []  # leases finished while Redis was unreachable
+        # Leases this process popped and has not finished: a lease of its own that is
+        # not here was popped by a round trip whose answer was lost.
+        self.held: set[str] = set()
         self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
         self._unlease = self.redis.register_script(_UNLEASE)
         self._unpark = self.redis.register_script(_UNPARK)
@@ -177,23 +198,31 @@ class VisitedTable:
         self._pending += (b"c", key, key + payload)
 
     def push(self, fp: str | None, payload: bytes) -> None:
-        """Queue without claiming: a request this process already holds the lease of
-        (a retry, a redirect to the same page), or one outside the table (fp None).
-        Sent with the next round trip, like :meth:`claim_later`."""
+        """Queue without claiming: a request this process holds the lease of (a retry, a
+        redirect to the same page), which goes from leased to queued, or one outside the
+        table (fp None). A lease this process no longer holds (taken back while it
+        seemed dead) queues nothing. Sent with the next round trip, like
+        :meth:`claim_later`."""
         prefix = fp.encode() if fp else NO_FP
         self._pending += (b"p", prefix, prefix + payload)
+        self.held.discard(fp)
 
     def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list]:
         """One round trip: send what is pending, mark ``done`` fingerprints done and pop
         up to ``pop`` requests. Returns (claims won, leases released, popped messages)."""
-        pending = self._pending
-        if not (pending or done or pop):
+        pending, dones = self._pending, [*self._dones, *done]
+        if not (pending or dones or pop):
             return [], [], []
-        won, released, popped = self._sync(
-            keys=[self.visited_key, self.queue_key, self.leases_key],
-            args=[self.owner, pop, len(done), *done, *pending],
-        )
-        self._pending = []  # only once sent: a failed call keeps it for the next
+        try:
+            won, released, popped = self._sync(
+                keys=[self.visited_key, self.queue_key, self.leases_key],
+                args=[self.owner, pop, len(dones), *dones, *pending],
+            )
+        except REDIS_DOWN:
+            self._dones = dones  # kept, like the pending claims, for the next round trip
+            raise
+        self._pending, self._dones = [], []  # only once sent
+        released = released[len(dones) - len(done) :]
         claims = pending[::3].count(b"c")
         if claims and self.stats is not None:
             self.stats.inc_value("crawlyx/frontier/enqueued", sum(won))
@@ -217,12 +246,21 @@ class VisitedTable:
         popped = []
         for message in self.sync(pop=n)[2]:
             fp = message[:FP_LEN]
-            popped.append(((None if fp == NO_FP else fp.decode()), message[FP_LEN:]))
+            fp = None if fp == NO_FP else fp.decode()
+            if fp is not None:
+                self.held.add(fp)
+            popped.append((fp, message[FP_LEN:]))
         return popped
 
     def done(self, fp: str) -> bool:
-        """leased -> done. True if this call released a lease."""
-        return bool(self.sync(done=(fp,))[1][0])
+        """leased -> done. True if this call released a lease. With Redis unreachable,
+        sent with the next round trip (False now)."""
+        self.held.discard(fp)
+        try:
+            return bool(self.sync(done=(fp,))[1][0])
+        except REDIS_DOWN as exc:
+            outage(self.stats, "finishing a lease", exc)
+            return False
 
     def release(self, request) -> None:
         """The request's response or failure is handled: its lease, if any, is done."""
@@ -234,7 +272,11 @@ class VisitedTable:
         """Give the request's lease back unfinished: it will be fetched again."""
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
-            self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
+            self.held.discard(fp)  # if Redis is unreachable, given back once idle
+            try:
+                self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
+            except REDIS_DOWN as exc:
+                outage(self.stats, "giving a lease back", exc)
 
     def park(self, request) -> None:
         """Leave the request's page queued for the job's next run, not this one: it could
@@ -253,6 +295,7 @@ class VisitedTable:
         pipe = self.redis.pipeline(transaction=False)
         keys = [self.visited_key, self.queue_key, self.leases_key]
         for fp, payload in reversed(popped):
+            self.held.discard(fp)
             if fp is None:
                 pipe.rpush(self.queue_key, NO_FP + payload)
             else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -30,25 +31,63 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class RedisServer:
+    """A redis-server subprocess on a free loopback port, to stop, restart, or freeze.
+
+    ``persist`` keeps the data in an append-only file under ``workdir``, so it
+    survives a restart (a graceful one: SIGTERM flushes the file)."""
+
+    def __init__(self, workdir: Path, persist: bool = False):
+        self.port = free_port()
+        self.workdir = workdir
+        self.persist = persist
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes" if self.persist else "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        client = redis.Redis(port=self.port)
+        try:
+            for _ in range(500):
+                try:
+                    if client.ping():
+                        return
+                except (redis.ConnectionError, redis.BusyLoadingError):
+                    time.sleep(0.02)
+            raise RuntimeError("redis-server did not start")
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    server = subprocess.Popen(
-        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.02)
-    yield f"redis://127.0.0.1:{port}/0"
-    server.terminate()
-    server.wait(10)
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A redis-server of the test's own, persistent, to stop and start again."""
+    workdir = tmp_path / "own-redis"
+    workdir.mkdir()
+    server = RedisServer(workdir, persist=True)
+    server.start()
+    yield server
+    if server.proc is not None:
+        server.proc.send_signal(signal.SIGCONT)  # if the test froze it
+    server.stop()
 
 
 @pytest.fixture

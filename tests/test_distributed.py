@@ -161,3 +161,31 @@ def test_sigkill_loses_no_page_and_the_job_resumes_at_once(tmp_path, redis_url):
     assert requeued and int(requeued.group(1)) > 0, resumed.stderr[-2000:]
     # A page is done only once its item is in the file: none lost.
     assert set(urls) == site.expected_pages()
+
+
+def test_a_redis_restart_mid_crawl_pauses_it_and_loses_no_page(tmp_path, own_redis):
+    settings = {"CRAWLYX_REDIS_URL": own_redis.url, **SLOW_HOST}
+    with SiteServer(generated=40, latency=0.05) as site:
+        out = tmp_path / "pages.jsonl"
+        proc = subprocess.Popen(
+            crawl_command(
+                out, f"start={start_url(site)}", "job=restarted", "render=never", settings=settings
+            ),
+            cwd=tmp_path,
+            env=crawl_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while sum(site.counts.values()) < 12 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        own_redis.stop()  # gracefully: the append-only file has everything
+        time.sleep(1.0)  # the crawl runs into the outage
+        own_redis.start()
+        log = proc.communicate(timeout=120)[1]
+        assert proc.returncode == 0, log[-3000:]
+        urls = [item["url"] for item in read_items(out)]
+    assert "Redis unreachable" in log  # the crawl did meet the outage
+    assert "finished (finished)" in log
+    assert len(urls) == len(set(urls)), "a page was emitted twice"
+    assert set(urls) == site.expected_pages()

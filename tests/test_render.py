@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import threading
 import time
 from collections import Counter
@@ -380,13 +379,13 @@ def test_no_feature_switches_replace_playwrights():
         assert len(switches) == len(set(switches))
 
 
-def test_browser_requests_and_kept_pages_pickle():
+def test_browser_requests_and_kept_pages_are_plain_data():
     from scrapy.settings import Settings
 
     settings = Settings()
     settings.setmodule("crawlyx.settings")
     meta = render.browser_meta(settings)
-    assert pickle.loads(pickle.dumps(meta)) == meta
+    assert json.loads(json.dumps(meta)) == meta
     page = analyze(JS_PAGE.format(port=1), "http://x.test/js", "http://x.test")
     assert render.keepable({"page": page, "directives": [], "facts": {}})
     assert not render.keepable({"page": {"markdown": "x" * (render.HTTP_PAGE_MAX_BYTES + 1)}})

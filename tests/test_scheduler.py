@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import pickle
 import threading
 from types import SimpleNamespace
 
@@ -11,6 +12,7 @@ from scrapy import Request, signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
+from crawlyx import queued, render
 from crawlyx import settings as project
 from crawlyx.feeds import FileFeedStorage
 from crawlyx.items import PageItem
@@ -21,8 +23,7 @@ from crawlyx.state import crawl_state
 from crawlyx.visited import LEASE_META, VisitedTable
 
 
-@pytest.fixture
-def scheduler(redis_url):
+def open_scheduler(redis_url: str) -> Scheduler:
     settings = {name: value for name, value in vars(project).items() if name.isupper()}
     settings["CRAWLYX_REDIS_URL"] = redis_url
     crawler = get_crawler(SiteSpider, settings_dict=settings)
@@ -30,10 +31,28 @@ def scheduler(redis_url):
     crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
     scheduler = Scheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
-    yield scheduler
+    return scheduler
+
+
+def close_scheduler(scheduler: Scheduler) -> None:
     scheduler.close("finished")
-    crawl_state(crawler).delete_all()
-    crawler.spider.workers.close()  # started by the spider, stopped by the engine
+    crawl_state(scheduler.crawler).delete_all()
+    scheduler.spider.workers.close()  # started by the spider, stopped by the engine
+
+
+@pytest.fixture
+def scheduler(redis_url):
+    scheduler = open_scheduler(redis_url)
+    yield scheduler
+    close_scheduler(scheduler)
+
+
+@pytest.fixture
+def own_scheduler(own_redis):
+    """A scheduler on a Redis of its own, which the test may stop and start again."""
+    scheduler = open_scheduler(own_redis.url)
+    yield scheduler
+    close_scheduler(scheduler)
 
 
 def test_dedup_sees_normalized_urls(scheduler):
@@ -52,8 +71,9 @@ def test_dedup_sees_normalized_urls(scheduler):
 def test_unserializable_request_is_an_error_naming_the_url(scheduler, caplog):
     spider = scheduler.spider
     url = "http://127.0.0.1:9/locked"
+    meta = {render.HTTP_PAGE_META: {"lock": threading.Lock()}}  # not plain data
     with caplog.at_level(logging.ERROR):
-        assert not scheduler.enqueue_request(Request(url, meta={"lock": threading.Lock()}))
+        assert not scheduler.enqueue_request(Request(url, spider.parse, meta=meta))
     assert f"Cannot queue {url}" in caplog.text
     assert scheduler.stats.get_value("crawlyx/frontier/unserializable") == 1
     # Not claimed: a request for the same URL that serializes is still crawled.
@@ -127,28 +147,107 @@ def test_idle_process_releases_its_lost_leases(scheduler):
 
 
 @pytest.mark.parametrize(
-    "callbacks",
+    "kwargs",
     [
         lambda spider: {"callback": spider.parse, "errback": spider.on_error},
-        lambda spider: {"callback": spider.parse_sitemap},
+        lambda spider: {"callback": spider.parse_sitemap, "meta": {"download_maxsize": 9}},
         lambda spider: {},
-        lambda spider: {"callback": spider.parse, "errback": _not_a_spider_method},
+        # a retry: dont_filter, its count
+        lambda spider: {"callback": spider.parse, "dont_filter": True, "meta": {"retry_times": 1}},
+        # a redirect: its trail, and downloader state it carries that is not queued
+        lambda spider: {
+            "callback": spider.parse,
+            "meta": {
+                "redirect_times": 1,
+                "redirect_ttl": 19,
+                "redirect_urls": ["http://127.0.0.1:9/old"],
+                "redirect_reasons": [301],
+                "download_slot": "127.0.0.1",
+                "download_latency": 0.1,
+            },
+        },
+        # a render: scrapy-playwright's meta and the page's HTTP version
+        lambda spider: {
+            "callback": spider.parse,
+            "dont_filter": True,
+            "meta": {
+                **spider.browser_meta,
+                "playwright": True,
+                render.HTTP_PAGE_META: {"page": {"links": {"u": ["r", "f"]}}, "facts": {}},
+            },
+        },
     ],
 )
-def test_requests_serialize_as_scrapy_does(scheduler, callbacks):
+def test_requests_survive_the_queue(scheduler, kwargs):
     spider = scheduler.spider
+    kwargs = kwargs(spider)
+    meta = {"depth": 3, "crawlyx_referrer": "http://127.0.0.1:9/", **kwargs.pop("meta", {})}
     request = Request(
-        "http://127.0.0.1:9/p?b=2", meta={"depth": 3}, priority=2, **callbacks(spider)
+        "http://127.0.0.1:9/p?b=2",
+        meta=meta,
+        priority=2,
+        headers={"Referer": "http://127.0.0.1:9/", "Accept": "text/html"},
+        **kwargs,
     )
-    if request.errback is _not_a_spider_method:
-        with pytest.raises(ValueError):
-            scheduler._request_dict(request)
-        return
-    assert scheduler._request_dict(request) == request.to_dict(spider=spider)
+    again = queued.decode(queued.encode(request, spider), spider)
+    assert again.url == request.url and again.method == "GET"
+    assert (again.callback, again.errback) == (request.callback, request.errback)
+    assert (again.priority, again.dont_filter) == (2, request.dont_filter)
+    assert again.headers.to_unicode_dict() == {"Referer": "http://127.0.0.1:9/"}
+    kept = {k: v for k, v in meta.items() if k not in ("download_slot", "download_latency")}
+    assert again.meta == kept
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        lambda spider: {"callback": _not_a_spider_method},
+        lambda spider: {"callback": spider.parse, "errback": spider.idle},
+        lambda spider: {"method": "POST"},
+        lambda spider: {"cb_kwargs": {"x": 1}},
+    ],
+)
+def test_requests_that_are_not_queued(scheduler, kwargs):
+    request = Request("http://127.0.0.1:9/p", **kwargs(scheduler.spider))
+    with pytest.raises(queued.Refused):
+        queued.encode(request, scheduler.spider)
 
 
 def _not_a_spider_method(failure):
     pass
+
+
+def test_a_planted_pickle_is_refused_not_run(scheduler, tmp_path):
+    spider, table = scheduler.spider, scheduler.visited
+    marker = tmp_path / "ran"
+    planted = pickle.dumps(_Exploit(str(marker)))
+    fp = "f" * 40
+    table.claim(fp, planted)  # as anyone who can write to the Redis could
+    for payload in (
+        b'{"url": "http://127.0.0.1:9/x"}',  # not the schema
+        queued.encode(Request("http://127.0.0.1:9/x"), spider).replace(b'"GET"', b'"POST"'),
+        queued.encode(Request("http://127.0.0.1:9/y"), spider).replace(
+            b'"meta":{', b'"meta":{"proxy":"http://e/",'
+        ),
+        queued.encode(Request("http://127.0.0.1:9/z"), spider).replace(
+            b'"callback":null', b'"callback":"close"'
+        ),
+    ):
+        table.push(None, payload)
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/page", spider.parse))
+    request = scheduler.next_request()
+    assert request.url == "http://127.0.0.1:9/page"  # the refused ones are skipped
+    assert not marker.exists()
+    assert scheduler.stats.get_value("crawlyx/frontier/refused") == 5
+    assert table.state_of(fp) == b"d" and table.leased() == 1  # the page's lease only
+
+
+class _Exploit:
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
 
 
 def test_unstarted_popped_requests_go_back_to_the_queue_on_close(scheduler):
@@ -248,3 +347,50 @@ def test_feed_files_get_each_item_at_once(tmp_path):
     file.write(b'{"url": "http://127.0.0.1:9/"}\n')
     assert path.read_bytes() == b'{"url": "http://127.0.0.1:9/"}\n'  # not left in a buffer
     file.close()
+
+
+def test_a_redis_error_skips_a_heartbeat_and_the_beating_goes_on(own_redis, own_scheduler):
+    table, loop = own_scheduler.visited, own_scheduler._heartbeat
+    owner_key = table.owner_prefix + table.owner
+    own_redis.stop()
+    loop.call.cancel()
+    loop()  # a beat, as the reactor runs it
+    assert loop.running
+    assert own_scheduler.stats.get_value("crawlyx/redis/heartbeat_failures") == 1
+    own_redis.start()  # its data survived, the first beat's key with it
+    table.redis.delete(owner_key)
+    loop.call.cancel()
+    loop()
+    assert loop.running
+    assert table.redis.ttl(owner_key) > 0
+
+
+def test_a_redis_outage_pauses_the_frontier_and_loses_nothing(own_redis, own_scheduler):
+    scheduler, spider, table = own_scheduler, own_scheduler.spider, own_scheduler.visited
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/page", spider.parse))
+    page = scheduler.next_request()
+    fp = page.meta[LEASE_META]
+    own_redis.stop()
+    assert scheduler.enqueue_request(Request("http://127.0.0.1:9/link", spider.parse))
+    table.release(page)  # not sent: kept for the next round trip
+    assert scheduler.next_request() is None  # nothing to fetch now
+    assert scheduler.has_pending_requests() is True  # but the crawl is not over
+    assert scheduler.stats.get_value("crawlyx/redis/errors") >= 3
+    own_redis.start()
+    assert scheduler.has_pending_requests() is True  # the link
+    assert table.state_of(fp) == b"d"  # the release went with it
+    assert scheduler.next_request().url == "http://127.0.0.1:9/link"
+
+
+def test_a_pop_whose_answer_was_lost_is_queued_again(scheduler):
+    spider, table = scheduler.spider, scheduler.visited
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/lost-answer", spider.parse))
+    table.sync()
+    # The pop ran in Redis but its answer never reached this process.
+    table._sync(
+        keys=[table.visited_key, table.queue_key, table.leases_key], args=[table.owner, 1, 0]
+    )
+    assert table.leased() == 1 and table.queued() == 0
+    assert scheduler.has_pending_requests() is True
+    assert scheduler.stats.get_value("crawlyx/frontier/unanswered_pops") == 1
+    assert scheduler.next_request().url == "http://127.0.0.1:9/lost-answer"

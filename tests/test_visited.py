@@ -71,14 +71,46 @@ def test_pop_leases_and_done_finishes(state):
     assert table.pop() is None
 
 
-def test_pop_skips_requests_already_done(state):
+def test_pop_skips_stale_copies(state):
     table = VisitedTable(state)
     table.claim(fp(1), b"one")
-    table.push(fp(1), b"one-again")  # a second copy (a requeued lease, a retry)
-    assert table.pop() == (fp(1), b"one")
+    table.claim(fp(2), b"two")
+    for n in (1, 2):  # second copies, as an older version could leave them
+        state.client.lpush(table.queue_key, f"{fp(n)}again".encode())
+    assert table.pop_many(2) == [(fp(1), b"one"), (fp(2), b"two")]
     table.done(fp(1))
-    assert table.pop() is None  # the stale copy is dropped, never fetched again
+    assert table.pop_many(5) == []  # done or leased: dropped, never fetched again
     assert table.queued() == 0
+
+
+def test_a_retry_under_a_lease_is_queued_once_when_its_owner_dies(state):
+    owner = VisitedTable(state, owner="owner")
+    other = VisitedTable(state, owner="other")
+    owner.heartbeat()
+    other.heartbeat()
+    owner.claim(fp(1), b"first")
+    assert owner.pop() == (fp(1), b"first")
+    owner.push(fp(1), b"retry")  # a retry (or a render) under the lease
+    owner.sync()
+    assert owner.state_of(fp(1)) == b"q" and owner.leased() == 0
+    owner.retire()  # its heartbeat key is gone: it died before popping the retry
+    assert other.requeue_dead() == 0  # no lease left to requeue
+    assert state.client.lrange(other.queue_key, 0, -1) == [fp(1).encode() + b"retry"]
+    assert other.pop_many(5) == [(fp(1), b"retry")]
+    assert other.pop_many(5) == []
+
+
+def test_a_push_under_a_lease_taken_back_queues_nothing(state):
+    owner = VisitedTable(state, owner="owner")
+    other = VisitedTable(state, owner="other")
+    other.heartbeat()
+    owner.claim(fp(1), b"first")
+    assert owner.pop() == (fp(1), b"first")
+    assert other.requeue_dead() == 1  # no heartbeat from the owner: it seems dead
+    assert other.pop() == (fp(1), b"first")
+    owner.push(fp(1), b"retry")  # the owner was alive after all
+    assert owner.queued() == 0  # the page is the other process's now
+    assert owner.state_of(fp(1)) == b"l" and other.own_leases() == [fp(1)]
 
 
 def test_requests_outside_the_table(state):

@@ -15,6 +15,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from crawlyx.errors import ERROR_CLASSES
+from crawlyx.state import REDIS_DOWN, outage
 from crawlyx.visited import visited_table
 
 logger = logging.getLogger(__name__)
@@ -65,10 +66,15 @@ class Progress:
         then, before = self._last
         self._last = (now, pages)
         rate = (pages - before) / (now - then) if now > then else 0.0
+        try:
+            queued = visited_table(self.crawler).queued()
+        except REDIS_DOWN as exc:  # an exception would stop the looping call
+            outage(self.stats, "counting the queue", exc)
+            queued = -1
         logger.info(
             "crawlyx: %d pages done, %d queued, %.1f pages/s, %d errors, rss %d MiB",
             pages,
-            visited_table(self.crawler).queued(),
+            queued,
             rate,
             self.errors(),
             _rss() >> 20,

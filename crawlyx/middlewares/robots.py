@@ -26,6 +26,7 @@ import asyncio
 import json
 import logging
 import time
+from contextlib import suppress
 
 from protego import Protego
 from scrapy import Request
@@ -35,7 +36,7 @@ from twisted.python.failure import Failure
 
 from crawlyx.errors import CrawlyxIgnore, classify
 from crawlyx.normalize import url_origin
-from crawlyx.state import crawl_state
+from crawlyx.state import REDIS_DOWN, crawl_state, outage
 
 logger = logging.getLogger(__name__)
 
@@ -176,13 +177,19 @@ class RobotsMiddleware:
         lock = key + ":lock"
         redis = state.client
         while True:
-            stored = cached_robots(state, origin)
-            # An outage is only waited on by a process that has seen it begin.
-            if stored is not None and stored.fresh(time.time()):
-                if not stored.unreachable or origin in self._down_since:
-                    return stored
-            # One process of the job fetches; the others wait for its answer.
-            if redis.set(lock, 1, nx=True, ex=LOCK_TTL):
+            try:
+                stored = cached_robots(state, origin)
+                # An outage is only waited on by a process that has seen it begin.
+                if stored is not None and stored.fresh(time.time()):
+                    if not stored.unreachable or origin in self._down_since:
+                        return stored
+                # One process of the job fetches; the others wait for its answer.
+                locked = redis.set(lock, 1, nx=True, ex=LOCK_TTL)
+            except REDIS_DOWN as exc:  # the origin's requests wait for Redis
+                outage(self.crawler.stats, f"reading robots.txt of {origin}", exc)
+                await asyncio.sleep(1.0)
+                continue
+            if locked:
                 try:
                     robots = await self._fetch(origin)
                     if robots.unreachable:
@@ -195,9 +202,12 @@ class RobotsMiddleware:
                             robots.retry_in,
                         )
                     redis.set(key, robots.record(), ex=FRESH_FOR)
-                    return robots
+                except REDIS_DOWN as exc:  # this process has the rules, the others wait
+                    outage(self.crawler.stats, f"storing robots.txt of {origin}", exc)
                 finally:
-                    redis.delete(lock)
+                    with suppress(*REDIS_DOWN):  # or the lock expires
+                        redis.delete(lock)
+                return robots
             await asyncio.sleep(0.1)
 
     async def _fetch(self, origin: str) -> Robots:
