@@ -594,7 +594,7 @@ def score(markdown: str, truth: Truth) -> dict:
 
 def extractors(with_trafilatura: bool) -> dict[str, Extractor]:
     """crawlyx, and trafilatura (markdown with tables, links and formatting) when asked."""
-    from crawlyx.extract import page_markdown
+    from crawlyx.content.extract import page_markdown
 
     found: dict[str, Extractor] = {"crawlyx": page_markdown}
     if with_trafilatura:

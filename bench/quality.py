@@ -6,7 +6,7 @@ substrings). The score is the F1 of word 4-shingles between the converter's outp
 ideal, counted as multisets, so leftover boilerplate lowers precision and lost content lowers
 recall. Markdown syntax and link targets are ignored, so the score measures text, not format.
 
-    python bench/quality.py                  # crawlyx.extract.page_markdown
+    python bench/quality.py                  # crawlyx.content.extract.page_markdown
     python bench/quality.py --whole-page     # baseline: html_to_markdown of the whole page
     python bench/quality.py --trafilatura    # comparison (pip install trafilatura first)
     python bench/quality.py --dump /tmp/out  # also write each output to /tmp/out/NAME.md
@@ -113,9 +113,9 @@ def get_converter(kind: str = "crawlyx") -> tuple[str, Converter]:
     ``whole-page`` (the converter alone), or ``trafilatura`` (for comparison; installed
     separately, it is no dependency of crawlyx)."""
     if kind == "whole-page":
-        from crawlyx.markdown import html_to_markdown
+        from crawlyx.content.markdown import html_to_markdown
 
-        return "crawlyx.markdown.html_to_markdown (whole page)", html_to_markdown
+        return "crawlyx.content.markdown.html_to_markdown (whole page)", html_to_markdown
     if kind == "trafilatura":
         import trafilatura
 
@@ -124,9 +124,9 @@ def get_converter(kind: str = "crawlyx") -> tuple[str, Converter]:
                                        include_tables=True, include_links=True) or ""  # fmt: skip
 
         return f"trafilatura {trafilatura.__version__}", convert
-    from crawlyx.extract import page_markdown
+    from crawlyx.content.extract import page_markdown
 
-    return "crawlyx.extract.page_markdown", page_markdown
+    return "crawlyx.content.extract.page_markdown", page_markdown
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,10 @@
     python bench/read.py [--pages 200] [--repeat 5]
 
 Prints milliseconds per page, best of ``--repeat`` passes on one core, for: crawlyx's
-whole read (:func:`crawlyx.page.analyze`: one parse, metadata, links normalized and
+whole read (:func:`crawlyx.content.page.analyze`: one parse, metadata, links normalized and
 fingerprinted, main content, markdown, block keys), the converter alone on the whole
 page, stock markdownify on the whole page (what the plain Scrapy spider runs), and the
-content signature a page whose URL has a pattern adds (crawlyx/traps.py).
+content signature a page whose URL has a pattern adds (crawlyx/urls/traps.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 
 from markdownify import markdownify
 
-from crawlyx.markdown import html_to_markdown
-from crawlyx.page import analyze
-from crawlyx.traps import content_signature
+from crawlyx.content.markdown import html_to_markdown
+from crawlyx.content.page import analyze
+from crawlyx.urls.traps import content_signature
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "http://127.0.0.1:8000"

@@ -44,5 +44,5 @@ class PageItem(scrapy.Item):
     elapsed_ms = scrapy.Field()
     bytes = scrapy.Field()
     # Not exported: the markdown's block keys, for the pipeline that drops repeated
-    # blocks (see crawlyx.boilerplate); the pipeline removes it.
+    # blocks (see crawlyx.content.boilerplate); the pipeline removes it.
     blocks = scrapy.Field()

@@ -13,7 +13,7 @@ USER_AGENT = "crawlyx/0.1 (+markdown for LLMs; respects robots.txt)"
 CRAWLYX_REDIS_URL = ""  # empty: the embedded redis-server, data under CRAWLYX_DATA_DIR
 CRAWLYX_DATA_DIR = ".crawlyx"
 # Seconds a Redis call (or connecting) may take; it is retried 3 times with backoff, and
-# the crawl pauses while Redis stays unreachable (crawlyx/state.py).
+# the crawl pauses while Redis stays unreachable (crawlyx/frontier/state.py).
 CRAWLYX_REDIS_TIMEOUT = 5.0
 CRAWLYX_BOT_NAME = "crawlyx"  # the robots.txt user-agent token
 CRAWLYX_ROBOTS_ENABLED = True
@@ -26,7 +26,7 @@ CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none
 CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site's pages
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
-# The SSRF guard (crawlyx/ssrf.py): only public addresses are fetched, plus the start host's
+# The SSRF guard (crawlyx/policy/ssrf.py): only public addresses are fetched, plus the start host's
 # own when it is not public; no HTTP(S) proxy. True turns the guard off.
 CRAWLYX_ALLOW_PRIVATE = False
 # The adaptive concurrency window per host (crawlyx/middlewares/window.py): AIMD
@@ -45,7 +45,7 @@ CRAWLYX_WINDOW_RETRY_AFTER_MAX = 600.0  # seconds; longer Retry-After values are
 # Robots directives (X-Robots-Tag, meta robots) that keep a page out of the output.
 CRAWLYX_OPT_OUT_DIRECTIVES = ["noai", "noindex"]
 CRAWLYX_HONOR_NOFOLLOW = True  # nofollow stops link following from the page
-# Trap rules: URLs refused without a request (see crawlyx/traps.py).
+# Trap rules: URLs refused without a request (see crawlyx/urls/traps.py).
 CRAWLYX_TRAP_MAX_URL_LENGTH = 2048
 CRAWLYX_TRAP_MAX_SEGMENT_REPEATS = 3
 CRAWLYX_TRAP_MAX_QUERY_PARAMS = 24
@@ -58,7 +58,7 @@ CRAWLYX_TRAP_PATTERN_SIMILARITY = 0.9  # estimated Jaccard of word 3-shingles: n
 # Pages per pattern, then its links are refused everywhere; 0: off. A site whose every
 # page is one pattern (/?p=123) needs more.
 CRAWLYX_TRAP_PATTERN_BUDGET = 10_000
-# Rendering (-a render=never|auto|always; crawlyx/render.py): Debian's Chromium through
+# Rendering (-a render=never|auto|always; crawlyx/render/__init__.py): Debian's Chromium through
 # scrapy-playwright, whose download handlers are installed only when a crawl may render.
 CRAWLYX_CHROMIUM_PATH = "/usr/lib/chromium/chromium"
 CRAWLYX_RENDER_MAX_PAGES = 4  # browser pages open at once (one browser context)
@@ -78,8 +78,8 @@ CRAWLYX_BREADTH_READ_CAP = 4096  # rows `scrapy breadth` reads before saying tru
 CRAWLYX_BREADTH_BOTS = None  # None: crawlyx.breadth.bots.DEFAULT_BOTS; {name: regex}
 
 # --- the frontier: scrapy-redis's scheduler over the visited table -------------------
-SCHEDULER = "crawlyx.scheduler.Scheduler"
-REQUEST_FINGERPRINTER_CLASS = "crawlyx.fingerprint.Fingerprinter"
+SCHEDULER = "crawlyx.frontier.scheduler.Scheduler"
+REQUEST_FINGERPRINTER_CLASS = "crawlyx.frontier.fingerprint.Fingerprinter"
 SCHEDULER_IDLE_BEFORE_CLOSE = 0  # > 0 makes scrapy-redis block the reactor in BRPOP
 
 # --- fetching ------------------------------------------------------------------------
@@ -100,7 +100,7 @@ COOKIES_ENABLED = False
 
 # The address checked is the address connected to: the SSRF guard's resolver answers the
 # HTTP handler's only lookup (TWISTED_DNS_RESOLVER replaces the deprecated DNS_RESOLVER).
-TWISTED_DNS_RESOLVER = "crawlyx.ssrf.SSRFResolver"
+TWISTED_DNS_RESOLVER = "crawlyx.policy.ssrf.SSRFResolver"
 
 DOWNLOADER_MIDDLEWARES = {
     # Before robots.txt (a refused host gets no robots.txt request) and HttpProxyMiddleware.

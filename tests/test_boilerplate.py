@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from crawlyx.boilerplate import RepeatedBlocks, block_keys, split_blocks
+from crawlyx.content.boilerplate import RepeatedBlocks, block_keys, split_blocks
 
 
 def test_split_blocks_keeps_fenced_code_whole():
@@ -61,6 +61,6 @@ def test_block_keys_judge_prose_only_and_are_the_same_in_every_process():
     keys = block_keys(markdown)
     assert [k is None for k in keys] == [True, False, True, True, True, False]
     assert keys[1] == block_keys("# Other\n\nA paragraph.\n")[1]
-    script = f"from crawlyx.boilerplate import block_keys; print(block_keys({markdown!r}))"
+    script = f"from crawlyx.content.boilerplate import block_keys; print(block_keys({markdown!r}))"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == repr(keys)  # not Python's per-process str hash

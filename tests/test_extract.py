@@ -2,8 +2,8 @@
 
 import pytest
 
-from crawlyx.extract import page_markdown, page_title
-from crawlyx.markdown import html_to_markdown
+from crawlyx.content.extract import page_markdown, page_title
+from crawlyx.content.markdown import html_to_markdown
 
 PAGE = """<html><head><title>Launch notes | Acme Blog</title></head><body>
 <header class="site-header"><a href="/">Acme</a><nav><a href="/pricing">Pricing</a></nav></header>

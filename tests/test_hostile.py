@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from crawlyx.optout import OptOut
-from crawlyx.traps import TrapRules
+from crawlyx.policy.optout import OptOut
+from crawlyx.urls.traps import TrapRules
 from tests.hostile import HostileSite, gzip_bomb
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawlyx.markdown import html_to_markdown
+from crawlyx.content.markdown import html_to_markdown
 
 BASE = "https://example.com/docs/guide/page.html"
 # an HTML tag, comment or declaration left in the output (a backslash-escaped "\<" is text)

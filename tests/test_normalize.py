@@ -1,4 +1,4 @@
-"""Tests for crawlyx.normalize: one block of examples per rule, then hypothesis properties."""
+"""Tests for crawlyx.urls.normalize: one block of examples per rule, then hypothesis properties."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawlyx.normalize import (
+from crawlyx.urls.normalize import (
     TRACKING_PARAMS,
     TRACKING_PREFIXES,
     _normalize_full,

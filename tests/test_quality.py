@@ -1,9 +1,9 @@
 """Main-content extraction quality on the hand-written corpus in tests/corpus.
 
-For every page, ``crawlyx.extract.page_markdown`` must keep the ``must`` substrings, drop the
-``must_not`` ones (site chrome, comments, related links, hidden text) and reach a word
-4-shingle F1 of at least 0.90 against the ideal markdown. ``bench/quality.py`` prints the
-same scores as a table.
+For every page, ``crawlyx.content.extract.page_markdown`` must keep the ``must``
+substrings, drop the ``must_not`` ones (site chrome, comments, related links, hidden text)
+and reach a word 4-shingle F1 of at least 0.90 against the ideal markdown.
+``bench/quality.py`` prints the same scores as a table.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_corpus_page_is_consistent(page):
 # ---------------------------------------------------------------------------- extraction
 @by_page
 def test_page_markdown_quality(page):
-    from crawlyx.extract import page_markdown
+    from crawlyx.content.extract import page_markdown
 
     out = page_markdown(page.html, page.url)
     problems = [f"missing: {s!r}" for s in page.must if s not in out]

@@ -7,7 +7,7 @@ import uuid
 
 import redis
 
-from crawlyx.quota import PageQuota
+from crawlyx.frontier.quota import PageQuota
 
 
 def test_exactly_the_limit_fits_and_the_last_one_says_full(redis_client):

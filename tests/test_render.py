@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from crawlyx import render
-from crawlyx.page import analyze
+from crawlyx.content.page import analyze
 from tests.test_ssrf import Server
 
 JS_TEXT = "JS-WRITTEN-TEXT: this paragraph exists only after the script has run."

@@ -12,15 +12,16 @@ from scrapy import Request, signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
-from crawlyx import queued, render
+from crawlyx import render
 from crawlyx import settings as project
 from crawlyx.feeds import FileFeedStorage
+from crawlyx.frontier import queued
+from crawlyx.frontier.scheduler import Scheduler
+from crawlyx.frontier.state import crawl_state
+from crawlyx.frontier.visited import LEASE_META, VisitedTable
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import LeaseMiddleware
-from crawlyx.scheduler import Scheduler
 from crawlyx.spiders.site import SiteSpider
-from crawlyx.state import crawl_state
-from crawlyx.visited import LEASE_META, VisitedTable
 
 
 def open_scheduler(redis_url: str) -> Scheduler:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from scrapy.settings import Settings
 
-from crawlyx.fingerprint import url_fingerprint
-from crawlyx.state import redact
+from crawlyx.frontier.fingerprint import url_fingerprint
+from crawlyx.frontier.state import redact
 
 
 def project_settings() -> Settings:
@@ -21,8 +21,8 @@ def test_remote_control_is_off():
 
 def test_scheduler_and_fingerprinter_are_crawlyx():
     settings = project_settings()
-    assert settings["SCHEDULER"] == "crawlyx.scheduler.Scheduler"
-    assert settings["REQUEST_FINGERPRINTER_CLASS"] == "crawlyx.fingerprint.Fingerprinter"
+    assert settings["SCHEDULER"] == "crawlyx.frontier.scheduler.Scheduler"
+    assert settings["REQUEST_FINGERPRINTER_CLASS"] == "crawlyx.frontier.fingerprint.Fingerprinter"
     assert settings.getint("SCHEDULER_IDLE_BEFORE_CLOSE") == 0
 
 

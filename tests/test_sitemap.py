@@ -9,8 +9,8 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from crawlyx.sitemap import NotASitemap, read_sitemap
-from crawlyx.workers import PageWorkers
+from crawlyx.content.sitemap import NotASitemap, read_sitemap
+from crawlyx.content.workers import PageWorkers
 from tests.site import QuietHandler, _sitemap
 
 

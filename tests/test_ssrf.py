@@ -1,4 +1,4 @@
-"""The SSRF guard (crawlyx.ssrf).
+"""The SSRF guard (crawlyx.policy.ssrf).
 
 No test here sends a packet outside 127.0.0.0/8. Blocked ranges are proven on the classifier
 and on the resolver with a stubbed lookup function; the only real lookup is of ``localhost``
@@ -29,11 +29,11 @@ from twisted.internet.testing import MemoryReactorClock
 from twisted.python.failure import Failure
 from twisted.web.client import BrowserLikePolicyForHTTPS
 
-from crawlyx import render, ssrf
+from crawlyx import render
 from crawlyx.errors import classify
 from crawlyx.middlewares.ssrf import SSRFMiddleware, check_configuration
-from crawlyx.socks import SocksProxy
-from crawlyx.ssrf import (
+from crawlyx.policy import ssrf
+from crawlyx.policy.ssrf import (
     Guard,
     Policy,
     SSRFBlocked,
@@ -45,6 +45,7 @@ from crawlyx.ssrf import (
     register_guard,
     start_allowed,
 )
+from crawlyx.render.socks import SocksProxy
 from tests.conftest import crawl_command, crawl_env, read_items
 from tests.site import QuietHandler
 
@@ -502,7 +503,7 @@ def test_a_refused_lookup_connects_nowhere_and_twisted_hides_the_reason():
 # The middleware
 # --------------------------------------------------------------------------------------------
 
-GUARD_SETTINGS = {"TWISTED_DNS_RESOLVER": "crawlyx.ssrf.SSRFResolver"}
+GUARD_SETTINGS = {"TWISTED_DNS_RESOLVER": "crawlyx.policy.ssrf.SSRFResolver"}
 
 
 def run(coroutine):
@@ -673,7 +674,7 @@ def test_project_settings_wire_the_guard():
 
     settings = Settings()
     settings.setmodule("crawlyx.settings")
-    assert settings["TWISTED_DNS_RESOLVER"] == "crawlyx.ssrf.SSRFResolver"
+    assert settings["TWISTED_DNS_RESOLVER"] == "crawlyx.policy.ssrf.SSRFResolver"
     assert settings.getbool("CRAWLYX_ALLOW_PRIVATE") is False
     mws = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
     order = mws["crawlyx.middlewares.ssrf.SSRFMiddleware"]
@@ -841,7 +842,7 @@ def test_the_resolver_alone_stops_the_connection(web, crawl):
 
 
 # --------------------------------------------------------------------------------------------
-# The browser's proxy (crawlyx.socks): real Chromium, servers on 127.0.0.1 and 127.0.0.2
+# The browser's proxy (crawlyx.render.socks): real Chromium, servers on 127.0.0.1 and 127.0.0.2
 # --------------------------------------------------------------------------------------------
 
 
@@ -910,7 +911,7 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
         stats = get_crawler(Spider).stats
         proxy = SocksProxy(checked, timeout=5, stats=stats)
         home = f"http://localhost:{p}/"
-        with caplog.at_level("INFO", logger="crawlyx.socks"):
+        with caplog.at_level("INFO", logger="crawlyx.render.socks"):
             outcomes = run(
                 browse(
                     chromium,
@@ -933,7 +934,7 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
     assert [path for path in site.paths if path != "/favicon.ico"] == ["/", "/api", "/", "/hop"]
     # Each refusal is logged and counted (Chromium may try a failed connection twice).
     prefix = "SSRF guard refused the browser a connection to "
-    records = [r.getMessage() for r in caplog.records if r.name == "crawlyx.socks"]
+    records = [r.getMessage() for r in caplog.records if r.name == "crawlyx.render.socks"]
     refused = {message.removeprefix(prefix).split(": ")[0] for message in records}
     assert refused == {f"rebound.test:{p}", f"127.0.0.1:{p}", f"[::1]:{p}"}
     assert stats.get_value("crawlyx/ssrf/browser_blocked") == len(records) >= 4
@@ -995,7 +996,7 @@ def test_a_host_outside_the_allowed_hosts_is_refused_without_a_lookup(caplog):
             target = b"\x03" + bytes([len(host)]) + host + web.port.to_bytes(2, "big")
             return run(exchange(proxy, b"\x00", b"\x05\x01\x00" + target))[:4]
 
-        with caplog.at_level("INFO", logger="crawlyx.socks"):
+        with caplog.at_level("INFO", logger="crawlyx.render.socks"):
             refused = connect(b"clients2.google.com", ["localhost", "127.0.0.1"])
             none_allowed = connect(b"localhost", ())
             listed = connect(b"LocalHost", ["localhost"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 
-from crawlyx.state import EmbeddedRedis
+from crawlyx.frontier.state import EmbeddedRedis
 
 
 def _connect_and_ping(data_dir: str, results) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from crawlyx.page import analyze
-from crawlyx.state import State
-from crawlyx.traps import (
+from crawlyx.content.page import analyze
+from crawlyx.frontier.state import State
+from crawlyx.urls.traps import (
     SIGNATURE_CHARS,
     SIGNATURE_HASHES,
     PatternTraps,

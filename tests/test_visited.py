@@ -11,8 +11,8 @@ import uuid
 import pytest
 import redis
 
-from crawlyx.state import State
-from crawlyx.visited import LEASE_META, VisitedTable
+from crawlyx.frontier.state import State
+from crawlyx.frontier.visited import LEASE_META, VisitedTable
 
 
 @pytest.fixture

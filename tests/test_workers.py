@@ -15,9 +15,9 @@ import pytest
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
-from crawlyx.fingerprint import url_fingerprint
+from crawlyx.content.workers import PageWorkers, WorkerDied
+from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.process import running
-from crawlyx.workers import PageWorkers, WorkerDied
 from tests.conftest import crawl_command, crawl_env, read_items
 from tests.site import SiteServer
 

@@ -20,7 +20,7 @@ from datetime import date, timedelta
 
 from crawlyx.breadth.sketch import Sketch, union
 from crawlyx.breadth.store import Row, RowScan, utc_day
-from crawlyx.state import State
+from crawlyx.frontier.state import State
 
 MAX_DAYS = 31
 

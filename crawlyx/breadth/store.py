@@ -1,6 +1,6 @@
 """The Redis side: where breadth sketches live, the atomic merge, the streaming read.
 
-Namespace (through :class:`crawlyx.state.State`, like every crawl key, on the same
+Namespace (through :class:`crawlyx.frontier.state.State`, like every crawl key, on the same
 Redis or embedded server the crawl uses)::
 
     crawlyx:_breadth:{site}:day:{YYYY-MM-DD}:{bot}   one row per (site, UTC day, bot)
@@ -38,7 +38,7 @@ from datetime import UTC, date, datetime
 
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.sketch import EXACT_LIMIT, Sketch
-from crawlyx.state import State
+from crawlyx.frontier.state import State
 
 NAMESPACE = "_breadth"  # a State "job" that no crawl can be named
 DAY = 86400

@@ -22,7 +22,7 @@ from scrapy.commands import ScrapyCommand
 
 from crawlyx.breadth.report import MAX_DAYS, format_table, read_breadth
 from crawlyx.breadth.store import connect
-from crawlyx.normalize import url_origin
+from crawlyx.urls.normalize import url_origin
 
 
 def fail(message: str, code: int = 2):

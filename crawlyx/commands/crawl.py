@@ -14,7 +14,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.spiderloader import get_spider_loader
 
 from crawlyx.middlewares.ssrf import check_configuration
-from crawlyx.ssrf import SSRFGuardError
+from crawlyx.policy.ssrf import SSRFGuardError
 
 
 class Command(ScrapyCrawl):

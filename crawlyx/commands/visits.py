@@ -27,7 +27,7 @@ from crawlyx.breadth.accesslog import BadLine, LogFormat, follow
 from crawlyx.breadth.bots import BotTable
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, connect, utc_day
-from crawlyx.normalize import normalize_url, url_origin
+from crawlyx.urls.normalize import normalize_url, url_origin
 
 METHODS = frozenset({"GET", "HEAD"})
 SIZE_FLUSH = 256  # sketches (4 MiB) in memory before flushing early

@@ -36,8 +36,8 @@ from twisted.internet import task
 
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, breadth_state, utc_day
-from crawlyx.normalize import normalize_url
-from crawlyx.state import crawl_state
+from crawlyx.frontier.state import crawl_state
+from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from crawlyx.errors import ERROR_CLASSES
-from crawlyx.state import REDIS_DOWN, outage
-from crawlyx.visited import visited_table
+from crawlyx.frontier.state import REDIS_DOWN, outage
+from crawlyx.frontier.visited import visited_table
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from itemadapter import is_item
 from scrapy import Request, signals
 
-from crawlyx.visited import LEASE_META, visited_table
+from crawlyx.frontier.visited import LEASE_META, visited_table
 
 
 class LeaseMiddleware:

@@ -13,7 +13,7 @@ only the trap rules and loops apply to them. Requests the spider does not handle
 
 A redirect that is followed needs no error: the redirecting URL is accounted for by
 its target (the target's item or error, or the target being a page already crawled),
-and counted in ``crawlyx/frontier/redirected`` (:mod:`crawlyx.scheduler`).
+and counted in ``crawlyx/frontier/redirected`` (:mod:`crawlyx.frontier.scheduler`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 
 from crawlyx.errors import CrawlyxIgnore
-from crawlyx.normalize import normalize_url
+from crawlyx.urls.normalize import normalize_url
 
 
 class RedirectRefused(CrawlyxIgnore, IgnoreRequest):

@@ -35,8 +35,8 @@ from scrapy.http.request import NO_CALLBACK
 from twisted.python.failure import Failure
 
 from crawlyx.errors import CrawlyxIgnore, classify
-from crawlyx.normalize import url_origin
-from crawlyx.state import REDIS_DOWN, crawl_state, outage
+from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
+from crawlyx.urls.normalize import url_origin
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The SSRF guard's downloader middleware and its start-up checks.
 
-The policy, the address classification and the resolver are in :mod:`crawlyx.ssrf`; this
+The policy, the address classification and the resolver are in :mod:`crawlyx.policy.ssrf`; this
 middleware refuses early, with the error class ``ssrf_blocked``: IP-literal hosts without a
 lookup, host names by asking the same resolver, and requests with a proxy. It runs before
 the robots.txt middleware, so a refused host does not even get its robots.txt requested.
@@ -21,7 +21,7 @@ from scrapy.utils.misc import load_object
 from twisted.internet import threads
 from twisted.internet.error import DNSLookupError
 
-from crawlyx.ssrf import (
+from crawlyx.policy.ssrf import (
     ALLOW_SETTING,
     PROXY_VARIABLES,
     Guard,

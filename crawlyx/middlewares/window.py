@@ -75,7 +75,7 @@ from twisted.python.failure import Failure
 
 from crawlyx.errors import CrawlyxIgnore, classify
 from crawlyx.middlewares.robots import RobotsMiddleware
-from crawlyx.normalize import url_origin
+from crawlyx.urls.normalize import url_origin
 
 logger = logging.getLogger(__name__)
 

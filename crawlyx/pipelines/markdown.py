@@ -1,15 +1,15 @@
 """Finishes each page's markdown with what only the whole crawl knows.
 
-The markdown itself is made in the worker pool (:mod:`crawlyx.workers`); here, in the
+The markdown itself is made in the worker pool (:mod:`crawlyx.content.workers`); here, in the
 crawl process, blocks that repeat across the site's pages are dropped (see
-:mod:`crawlyx.boilerplate`) and the content hash is taken of what remains.
+:mod:`crawlyx.content.boilerplate`) and the content hash is taken of what remains.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from crawlyx.boilerplate import RepeatedBlocks
+from crawlyx.content.boilerplate import RepeatedBlocks
 
 
 class MarkdownPipeline:

@@ -17,19 +17,19 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
+from crawlyx.content.workers import PageWorkers, page_workers
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.extensions.breadth import Breadth
-from crawlyx.fingerprint import normalized_fingerprint
+from crawlyx.frontier.fingerprint import normalized_fingerprint
+from crawlyx.frontier.quota import PageQuota
+from crawlyx.frontier.state import crawl_state, start_embedded_redis
+from crawlyx.frontier.visited import LEASE_META, visited_table
 from crawlyx.items import PageItem
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
 from crawlyx.middlewares.window import WindowMiddleware
-from crawlyx.normalize import normalize_url, url_origin
-from crawlyx.optout import OptOut
-from crawlyx.quota import PageQuota
-from crawlyx.state import crawl_state, start_embedded_redis
-from crawlyx.traps import PatternTraps, TrapRules
-from crawlyx.visited import LEASE_META, visited_table
-from crawlyx.workers import PageWorkers, page_workers
+from crawlyx.policy.optout import OptOut
+from crawlyx.urls.normalize import normalize_url, url_origin
+from crawlyx.urls.traps import PatternTraps, TrapRules
 
 
 class SiteSpider(Spider):
@@ -280,7 +280,7 @@ class SiteSpider(Spider):
             bytes=facts["bytes"],
         )
 
-    # -- rendering (see crawlyx/render.py) ----------------------------------------------
+    # -- rendering (see crawlyx/render/__init__.py) ----------------------------------------------
 
     def _wants_render(self, response, page: dict, directives: set[str]) -> bool:
         """A page fetched over HTTP goes to the browser: render=auto and it is an empty

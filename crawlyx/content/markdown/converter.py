@@ -8,15 +8,15 @@ from urllib.parse import urldefrag, urljoin
 
 from markdownify import ATX, STRIP, MarkdownConverter, chomp
 
-from crawlyx.markdown.code import (
+from crawlyx.content.markdown.code import (
     _inline_code,
     _is_code_noise,
     _re_backtick_runs,
     _re_pre_lstrip,
     code_language,
 )
-from crawlyx.markdown.tables import TableMixin
-from crawlyx.markdown.tags import (
+from crawlyx.content.markdown.tables import TableMixin
+from crawlyx.content.markdown.tags import (
     _BLOCK,
     _DIV_LIKE,
     _HEADINGS,
@@ -24,14 +24,14 @@ from crawlyx.markdown.tags import (
     _NOFORMAT,
     _is_block_outside,
 )
-from crawlyx.markdown.text import (
+from crawlyx.content.markdown.text import (
     _finish,
     _join_blocks,
     _re_all_whitespace,
     _re_newline_whitespace,
     _re_whitespace,
 )
-from crawlyx.markdown.tree import MAX_DEPTH, Element, build
+from crawlyx.content.markdown.tree import MAX_DEPTH, Element, build
 
 # Tag name -> converter method name.  An explicit table instead of markdownify's
 # getattr("convert_" + tag) so that a tag like <soup> or <list> cannot hit a helper method.
@@ -150,7 +150,7 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
 
     # ------------------------------------------------------------------ traversal
     def process_tag(self, node: Element, parent_tags: frozenset, as_name=None) -> str:
-        """markdownify's process_tag on a :mod:`~crawlyx.markdown.tree` element, with the
+        """markdownify's process_tag on a :mod:`~crawlyx.content.markdown.tree` element, with the
         ancestors' names passed down (no ``find_parent('pre')`` walk per node).
 
         ``as_name`` renders the node as if it were that tag (used for layout tables).

@@ -4,7 +4,7 @@
 
 - ``never``: plain HTTP only; no browser, no driver, no download handler.
 - ``auto`` (default): plain HTTP first; a page whose HTML is an empty JavaScript shell
-  (:func:`crawlyx.page.is_shell`) is fetched again through the browser. Without a
+  (:func:`crawlyx.content.page.is_shell`) is fetched again through the browser. Without a
   browser at ``CRAWLYX_CHROMIUM_PATH``: one warning, then as ``never``.
 - ``always``: every page request goes through the browser (sitemaps and robots.txt
   stay plain HTTP). Without a browser the crawl does not start.
@@ -15,7 +15,7 @@ HTTP handler, so plain requests are unchanged. In the browser, only the page's o
 origin is fetched, and never an image, a font or media (:func:`abort_request`). That
 check sees neither the redirects the browser follows nor the address a name resolves
 to: the SSRF guard is enforced below it, on every connection the browser makes, by the
-proxy its pages connect through (:mod:`crawlyx.socks`, :mod:`crawlyx.browser`).
+proxy its pages connect through (:mod:`crawlyx.render.socks`, :mod:`crawlyx.render.browser`).
 
 A render that fails (a browser error, a timeout, a crash, a navigation off the
 crawl's origin) is recorded as ``render`` and the page's HTTP version is emitted
@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 logger = logging.getLogger(__name__)
 
-HANDLER = "crawlyx.browser.BrowserHandler"  # scrapy-playwright's, shared by http and https
+HANDLER = "crawlyx.render.browser.BrowserHandler"  # scrapy-playwright's, shared by http and https
 
 # request.meta keys. RENDER_META: "browser" on a request for the browser, "fallback" on
 # the plain re-fetch after a failed render; either way the page is not rendered again.
@@ -49,7 +49,7 @@ WAIT_UNTIL = ("load", "domcontentloaded", "networkidle")
 # No --disable-features or --enable-features here: Chromium keeps only the last of each
 # switch, so ours would replace Playwright's lists (which turn off network time queries,
 # optimization hints, HTTPS upgrades of the crawl's http:// pages...). What Chromium still
-# fetches for itself goes to a proxy that serves nothing (crawlyx.browser).
+# fetches for itself goes to a proxy that serves nothing (crawlyx.render.browser).
 CHROMIUM_ARGS = (
     "--disable-background-networking",
     "--disable-component-update",
@@ -154,7 +154,7 @@ def launch_options(path: str, euid: int | None = None) -> dict:
     Chromium's sandbox cannot start as root, so root runs it with ``--no-sandbox`` and
     anyone else keeps the sandbox. Playwright adds ``--no-sandbox`` itself unless
     ``chromium_sandbox`` is true, so that option is what decides. The proxies are
-    added when the browser is launched (:class:`crawlyx.browser.BrowserHandler`).
+    added when the browser is launched (:class:`crawlyx.render.browser.BrowserHandler`).
     """
     root = (os.geteuid() if euid is None else euid) == 0
     return {

@@ -1,6 +1,6 @@
 """Reading a sitemap document: gunzipped if need be, parsed, its locations listed.
 
-Runs in a worker process (see :mod:`crawlyx.workers`): a sitemap may be 10 MiB of XML,
+Runs in a worker process (see :mod:`crawlyx.content.workers`): a sitemap may be 10 MiB of XML,
 gzipped, and reading it would otherwise hold up the crawl process. A plain function of
 its arguments, so it pickles and runs anywhere.
 """

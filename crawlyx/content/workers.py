@@ -29,10 +29,10 @@ from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
-from crawlyx.markdown import LINK_STYLES
-from crawlyx.page import analyze
+from crawlyx.content.markdown import LINK_STYLES
+from crawlyx.content.page import analyze
+from crawlyx.content.sitemap import read_sitemap
 from crawlyx.process import running
-from crawlyx.sitemap import read_sitemap
 
 
 def _start_worker(crawl_pid: int) -> None:
@@ -90,11 +90,11 @@ class PageWorkers:
         return self._pool
 
     async def read(self, page: str, url: str, scope: str | None) -> dict:
-        """:func:`crawlyx.page.analyze` of the page, in a worker."""
+        """:func:`crawlyx.content.page.analyze` of the page, in a worker."""
         return await self.run(self.analyze, page, url, scope)
 
     async def read_sitemap(self, body: bytes, max_bytes: int) -> tuple[str, list[str]]:
-        """:func:`crawlyx.sitemap.read_sitemap` of the document, in a worker."""
+        """:func:`crawlyx.content.sitemap.read_sitemap` of the document, in a worker."""
         self._inc("crawlyx/workers/sitemaps")
         return await self.run(read_sitemap, body, max_bytes)
 
@@ -172,7 +172,7 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     # forkserver: workers start from a clean interpreter, not a copy of the reactor,
     # its threads and its sockets.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["crawlyx.page", "crawlyx.sitemap"])
+    context.set_forkserver_preload(["crawlyx.content.page", "crawlyx.content.sitemap"])
     return ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,

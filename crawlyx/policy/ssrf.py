@@ -32,7 +32,7 @@ Where it is enforced:
   own error class; if a refusal still happens at connection time (the DNS answer changed
   in between), the middleware's ``process_exception`` names it ``ssrf_blocked`` too.
 * The browser (rendering) resolves nothing itself: it connects only through
-  :class:`crawlyx.socks.SocksProxy`, which asks the same resolver and connects to exactly
+  :class:`crawlyx.render.socks.SocksProxy`, which asks the same resolver and connects to exactly
   the address it answered, for every connection (subresources, XHRs, the redirects the
   browser follows). A refusal there is counted as ``crawlyx/ssrf/browser_blocked``; the
   page's render fails.
@@ -59,7 +59,7 @@ from twisted.internet import defer, threads
 from twisted.internet.error import DNSLookupError
 
 from crawlyx.errors import CrawlyxIgnore
-from crawlyx.normalize import ipv4_host
+from crawlyx.urls.normalize import ipv4_host
 
 logger = logging.getLogger(__name__)
 
@@ -366,7 +366,7 @@ class SSRFResolver(CachingThreadedResolver):
         literal = ipv4_host(name)
         if literal is not None:
             return defer.succeed([literal])
-        key = ("crawlyx.ssrf", name)
+        key = ("crawlyx.policy.ssrf", name)
         if key in dnscache:
             return defer.succeed(dnscache[key])
         d = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), self.lookup, name)

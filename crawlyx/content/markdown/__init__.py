@@ -6,7 +6,7 @@ lazily, once per process.
 
 Choices (see also the class docstring):
 
-* the converter walks a light tree built straight from lxml (:mod:`crawlyx.markdown.tree`)
+* the converter walks a light tree built straight from lxml (:mod:`crawlyx.content.markdown.tree`)
   instead of a BeautifulSoup tree, which would cost more to build than the conversion;
   dropped subtrees (script, style, svg, head, ...) and comments are left out of it;
 * ``process_tag``/``process_text`` are re-implemented with markdownify's semantics on that
@@ -20,10 +20,10 @@ Choices (see also the class docstring):
 
 from __future__ import annotations
 
-from crawlyx.markdown.code import code_language as code_language
-from crawlyx.markdown.converter import CrawlyxMarkdownConverter
-from crawlyx.markdown.tags import DROP_TAGS as DROP_TAGS
-from crawlyx.markdown.tree import parse
+from crawlyx.content.markdown.code import code_language as code_language
+from crawlyx.content.markdown.converter import CrawlyxMarkdownConverter
+from crawlyx.content.markdown.tags import DROP_TAGS as DROP_TAGS
+from crawlyx.content.markdown.tree import parse
 
 __all__ = ["html_to_markdown", "element_to_markdown", "CrawlyxMarkdownConverter"]
 

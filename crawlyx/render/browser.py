@@ -9,10 +9,10 @@ The Playwright driver starts with the first page to render, not with the crawl: 
 :func:`crawlyx.render.configure` only when the crawl may render; requests without
 ``meta["playwright"]`` go to Scrapy's own HTTP handler underneath.
 
-The browser reaches the network only through two :class:`crawlyx.socks.SocksProxy`,
+The browser reaches the network only through two :class:`crawlyx.render.socks.SocksProxy`,
 started with the driver. The pages' browser context connects through one that resolves
 with the crawl's resolver, so the SSRF guard covers every connection a page makes (see
-:mod:`crawlyx.socks`), to the hosts in ``CRAWLYX_RENDER_ALLOWED_HOSTS`` only when that is
+:mod:`crawlyx.render.socks`), to the hosts in ``CRAWLYX_RENDER_ALLOWED_HOSTS`` only when that is
 set. The browser itself is launched with the other, which serves no host: what Chromium
 fetches for itself, outside any page (update checks, Google sign-in, network time), is
 refused before a name is looked up. A crawler's browser has no business phoning home, and
@@ -28,7 +28,7 @@ from weakref import WeakKeyDictionary
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
-from crawlyx.socks import SocksProxy
+from crawlyx.render.socks import SocksProxy
 
 _shared: WeakKeyDictionary = WeakKeyDictionary()
 

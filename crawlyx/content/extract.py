@@ -13,7 +13,7 @@ Policy, in order:
 3. Inside it, drop rails of links, unless they are most of it or a table of contents.
 4. The page's title is the top heading, exactly once.
 
-The chosen subtree is converted by :mod:`crawlyx.markdown`. Blocks that repeat across
+The chosen subtree is converted by :mod:`crawlyx.content.markdown`. Blocks that repeat across
 many pages of one crawl are removed later, by the pipeline, which sees the whole crawl.
 """
 
@@ -23,8 +23,8 @@ import re
 
 from lxml import etree
 
-from crawlyx.markdown import element_to_markdown, html_to_markdown
-from crawlyx.markdown.tree import parse
+from crawlyx.content.markdown import element_to_markdown, html_to_markdown
+from crawlyx.content.markdown.tree import parse
 
 NEVER_CONTENT = (
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from crawlyx.markdown.tags import DROP_TAGS
+from crawlyx.content.markdown.tags import DROP_TAGS
 
 MAX_DEPTH = 150  # deeper subtrees are flattened to their text when recursion runs out
 

@@ -1,6 +1,6 @@
 """One pass over a page's HTML: metadata, in-scope links and markdown.
 
-Runs in a worker process (see :mod:`crawlyx.workers`): the page is parsed once, its
+Runs in a worker process (see :mod:`crawlyx.content.workers`): the page is parsed once, its
 links and metadata read from that tree, then its main content extracted from the same
 tree and converted. Everything here is a plain function of its arguments, so it
 pickles and runs anywhere.
@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin
 
-from crawlyx.boilerplate import block_keys
-from crawlyx.extract import document_markdown, parse_document
-from crawlyx.fingerprint import normalized_fingerprint
-from crawlyx.normalize import fetch_form, normalize_url
-from crawlyx.traps import content_signature, url_pattern
+from crawlyx.content.boilerplate import block_keys
+from crawlyx.content.extract import document_markdown, parse_document
+from crawlyx.frontier.fingerprint import normalized_fingerprint
+from crawlyx.urls.normalize import fetch_form, normalize_url
+from crawlyx.urls.traps import content_signature, url_pattern
 
 _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:", "#")
 
@@ -26,9 +26,9 @@ def analyze(
     """``title``, ``description``, ``lang``, ``canonical``, ``links`` (normalized in-scope
     URL -> (URL to fetch, fingerprint)), ``robots`` (name, content of robots meta tags:
     ``robots`` and ``*bot``), ``shell`` (see :func:`is_shell`), ``markdown`` and its
-    ``blocks`` (:func:`crawlyx.boilerplate.block_keys`) of a page fetched from ``url``,
-    and the markdown's ``signature`` (:func:`crawlyx.traps.content_signature`) if the
-    URL has a pattern (:func:`crawlyx.traps.url_pattern`), else None.
+    ``blocks`` (:func:`crawlyx.content.boilerplate.block_keys`) of a page fetched from ``url``,
+    and the markdown's ``signature`` (:func:`crawlyx.urls.traps.content_signature`) if the
+    URL has a pattern (:func:`crawlyx.urls.traps.url_pattern`), else None.
 
     Everything the crawl process would otherwise compute per link or per block is done
     here: the crawl process is the one that cannot spread over cores."""

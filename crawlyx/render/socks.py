@@ -12,7 +12,7 @@ this proxy as its proxy server, and it is then the only thing the browser connec
 * Every connection goes through it: the page, its subresources and XHRs, WebSockets,
   the redirects the browser follows on its own (which Playwright's request routing does
   not show), whatever the browser fetches for itself.
-* The proxy asks the crawl's resolver (the reactor's: :class:`crawlyx.ssrf.SSRFResolver`,
+* The proxy asks the crawl's resolver (the reactor's: :class:`crawlyx.policy.ssrf.SSRFResolver`,
   with its cache and the crawl's guard), which answers only with an allowed address or
   refuses. The proxy connects to that address: there is no second lookup between the
   check and the connection, as with the crawl's own downloads.
@@ -23,7 +23,7 @@ request. IPv6 literals are refused: the crawl's resolver answers IPv4 only.
 A proxy may also be given the only hosts it serves (``allowed_hosts``): any other host is
 refused before it is looked up, so no DNS query is ever sent for it. The browser's own
 traffic (update checks, sign-in, network time: whatever Chromium fetches for itself) goes
-to a proxy that serves no host at all (:class:`crawlyx.browser.BrowserHandler`), and
+to a proxy that serves no host at all (:class:`crawlyx.render.browser.BrowserHandler`), and
 ``CRAWLYX_RENDER_ALLOWED_HOSTS`` narrows the pages' proxy to the hosts a crawl names.
 """
 
@@ -34,7 +34,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from ipaddress import IPv4Address, IPv6Address
 
-from crawlyx.ssrf import SSRFBlocked
+from crawlyx.policy.ssrf import SSRFBlocked
 
 logger = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ import uuid
 from collections import OrderedDict
 from weakref import WeakKeyDictionary
 
+from crawlyx.frontier.state import REDIS_DOWN, State, crawl_state, outage
 from crawlyx.process import running
-from crawlyx.state import REDIS_DOWN, State, crawl_state, outage
 
 FP_LEN = 40  # hex sha1
 NO_FP = b"-" * FP_LEN  # a request outside the visited table (dont_filter, no lease)

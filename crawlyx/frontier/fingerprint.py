@@ -13,7 +13,7 @@ from weakref import WeakKeyDictionary
 
 from scrapy import Request
 
-from crawlyx.normalize import normalize_url
+from crawlyx.urls.normalize import normalize_url
 
 
 def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> str:

@@ -176,7 +176,7 @@ class PatternTraps:
 
     def page(self, state, url: str, signature: bytes | None) -> tuple[str, str] | None:
         """Record the page at ``url`` (normalized) and its content signature in the
-        crawl's :class:`~crawlyx.state.State`: (its pattern, why) when the chain of its
+        crawl's :class:`~crawlyx.frontier.state.State`: (its pattern, why) when the chain of its
         pattern has ended, for :meth:`reason`; else None."""
         if signature is None or not (self.duplicates or self.budget):
             return None  # no signature: the worker found no pattern

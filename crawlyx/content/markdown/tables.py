@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from crawlyx.markdown.code import _LINENO_CLASSES, _classes
-from crawlyx.markdown.text import _join_blocks, _re_all_whitespace
-from crawlyx.markdown.tree import Element
+from crawlyx.content.markdown.code import _LINENO_CLASSES, _classes
+from crawlyx.content.markdown.text import _join_blocks, _re_all_whitespace
+from crawlyx.content.markdown.tree import Element
 
 _MAX_SPAN = 1000  # HTML caps colspan at 1000
 
@@ -19,7 +19,7 @@ def _span(cell: Element, attr: str, default: int = 1) -> int:
 
 
 class TableMixin:
-    """Table methods of :class:`~crawlyx.markdown.converter.CrawlyxMarkdownConverter`."""
+    """Table methods of :class:`~crawlyx.content.markdown.converter.CrawlyxMarkdownConverter`."""
 
     def convert_inline_table_part(self, el, text, parent_tags):
         """Tables nested in a cell (or a link) are flattened to text."""

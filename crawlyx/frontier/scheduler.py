@@ -5,8 +5,8 @@ frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
 
 - dedup uses the crawler's request fingerprinter (normalized URLs), not a hash of
   its own, and the seen-check and the push are one atomic claim (see
-  :mod:`crawlyx.visited`) instead of "mark seen, then push";
-- a request is queued as data (:mod:`crawlyx.queued`), not pickled: what is in Redis
+  :mod:`crawlyx.frontier.visited`) instead of "mark seen, then push";
+- a request is queued as data (:mod:`crawlyx.frontier.queued`), not pickled: what is in Redis
   cannot make a crawler run code; one that cannot be queued is an error naming its
   URL (scrapy-redis marks it seen first and then loses it), and a queue entry that is
   not a crawlyx request is refused;
@@ -32,9 +32,9 @@ import redis
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
-from crawlyx import queued
-from crawlyx.state import REDIS_DOWN, outage
-from crawlyx.visited import LEASE_META, visited_table
+from crawlyx.frontier import queued
+from crawlyx.frontier.state import REDIS_DOWN, outage
+from crawlyx.frontier.visited import LEASE_META, visited_table
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Reading a page: parsing in workers, main-content extraction, boilerplate, markdown."""

@@ -1,0 +1,1 @@
+"""The frontier: Redis state, the visited table, the scheduler, the page quota, fingerprints."""

@@ -1,0 +1,1 @@
+"""What may be fetched: the SSRF guard and AI opt-out signals."""

@@ -1,0 +1,1 @@
+"""URLs: the normalizer and the trap rules."""
