@@ -119,13 +119,39 @@ def test_redirect_releases_the_lease_with_the_claim_of_the_target(scheduler):
     # releases the lease: there is no moment with the lease done and the target unclaimed.
     assert len(round_trips) == 1
     args = round_trips[0]["args"]
-    dones = args[3 : 3 + int(args[2])]
-    assert dones == [old_fp] and args[3 + len(dones) :][:2] == [b"c", new_fp.encode()]
+    dones = args[4 : 4 + int(args[3])]
+    assert dones == [old_fp] and args[4 + len(dones) :][:2] == [b"c", new_fp.encode()]
     assert table.state_of(old_fp) == b"d" and table.state_of(new_fp) == b"q"
     assert scheduler.stats.get_value("crawlyx/frontier/redirected") == 1
     target = scheduler.next_request()
     assert target.url == "http://127.0.0.1:9/new"
     assert target.meta[LEASE_META] != old_fp
+
+
+def _redirected(request, url: str) -> Request:
+    """``request``'s redirect to ``url``, as Scrapy's redirect middleware builds it."""
+    meta = {**request.meta, "redirect_urls": [*request.meta.get("redirect_urls", []), request.url]}
+    return request.replace(url=url, meta=meta)
+
+
+def test_pages_that_redirect_to_each_other_across_fetches_are_a_trap(scheduler):
+    spider, table, stats = scheduler.spider, scheduler.visited, scheduler.stats
+    a, b, c = (f"http://127.0.0.1:9/{name}" for name in "abc")
+    for url in (a, c):  # both linked
+        scheduler.enqueue_request(Request(url, spider.parse))
+    page_a, page_c = scheduler.next_request(), scheduler.next_request()
+    leases = [page_a.meta[LEASE_META], page_c.meta[LEASE_META]]
+    # c -> a, known: c is accounted for by a.
+    assert not scheduler.enqueue_request(_redirected(page_c, a))
+    assert stats.get_value("crawlyx/error/trap") is None
+    # a -> b, new: one chain, fetched on; b -> c, known: the loop a -> b -> c -> a.
+    assert scheduler.enqueue_request(_redirected(page_a, b))
+    page_b = scheduler.next_request()
+    leases.append(page_b.meta[LEASE_META])
+    assert not scheduler.enqueue_request(_redirected(page_b, c))
+    assert stats.get_value("crawlyx/error/trap") == 3  # each page once
+    assert [table.state_of(fp) for fp in leases] == [b"d"] * 3
+    assert table.leased() == 0
 
 
 def test_redirect_to_another_spelling_keeps_the_lease(scheduler):
@@ -387,9 +413,8 @@ def test_a_pop_whose_answer_was_lost_is_queued_again(scheduler):
     scheduler.enqueue_request(Request("http://127.0.0.1:9/lost-answer", spider.parse))
     table.sync()
     # The pop ran in Redis but its answer never reached this process.
-    table._sync(
-        keys=[table.visited_key, table.queue_key, table.leases_key], args=[table.owner, 1, 0]
-    )
+    keys = [table.visited_key, table.queue_key, table.leases_key, table.redirects_key]
+    table._sync(keys=keys, args=[table.owner, 1, table.loop_hops, 0])
     assert table.leased() == 1 and table.queued() == 0
     assert scheduler.has_pending_requests() is True
     assert scheduler.stats.get_value("crawlyx/frontier/unanswered_pops") == 1
