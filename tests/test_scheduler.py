@@ -11,10 +11,12 @@ import pytest
 from scrapy import Request, signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
+from twisted.python.failure import Failure
 
 from crawlyx import queued, render
 from crawlyx import settings as project
 from crawlyx.feeds import FileFeedStorage
+from crawlyx.fingerprint import url_fingerprint
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import LeaseMiddleware
 from crawlyx.scheduler import Scheduler
@@ -365,6 +367,39 @@ def test_a_page_is_done_only_once_its_item_is_out(scheduler):
         assert table.state_of(fp) == b"l"  # the item carries the lease
         crawler.signals.send_catch_log(scraped, item=item, response=response, spider=spider)
         assert table.state_of(fp) == b"d"
+
+
+def test_a_failed_render_emits_the_http_version_under_the_lease_rules(scheduler):
+    crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
+    crawler.engine = engine_over(scheduler)
+    LeaseMiddleware.from_crawler(crawler)
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/shell", spider.parse))
+    request = scheduler.next_request()
+    fp = request.meta[LEASE_META]
+    # Sent to the browser with the page's HTTP version, which the browser fails on.
+    links = [f"http://127.0.0.1:9/linked{n}" for n in range(3)]
+    page = {
+        "links": {link: (link, url_fingerprint(link)) for link in links},
+        **dict.fromkeys(("title", "description", "lang", "canonical", "markdown", "blocks")),
+    }
+    facts = dict.fromkeys(("final_url", "status", "etag", "last_modified", "elapsed_ms", "bytes"))
+    request.meta[render.RENDER_META] = "browser"
+    request.meta[render.HTTP_PAGE_META] = {"page": page, "directives": [], "facts": facts}
+    failure = Failure(TimeoutError("navigation timed out"))
+    failure.request = request
+    round_trips = watch_round_trips(table)
+    output = list(spider.on_error(failure))
+    # The links scheduled as they came, the item carrying the lease: nothing released yet.
+    assert [type(item) for item in output] == [PageItem]
+    assert not round_trips and table.state_of(fp) == b"l"
+    assert scheduler.stats.get_value("crawlyx/error/render") == 1
+    crawler.signals.send_catch_log(
+        signals.item_scraped, item=output[0], response=failure, spider=spider
+    )
+    assert len(round_trips) == 1  # the claims of its links and its release, atomically
+    assert table.state_of(fp) == b"d"
+    for link in links:
+        assert table.state_of(url_fingerprint(link)) == b"q"
 
 
 def test_feed_files_get_each_item_at_once(tmp_path):

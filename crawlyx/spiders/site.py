@@ -21,6 +21,7 @@ from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.extensions.breadth import Breadth
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
+from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
 from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.normalize import normalize_url, url_origin
@@ -374,10 +375,12 @@ class SiteSpider(Spider):
 
     def on_error(self, failure):
         request = failure.request
-        if _render_failure(failure, request):
-            return self._render_failed(request, f"{type(failure.value).__name__}: {failure.value}")
-        error_class = classify(failure)
         detail = f"{type(failure.value).__name__}: {failure.value}"
+        if _render_failure(failure, request):
+            # Scrapy hands an errback's output straight to the scraper: it goes through the
+            # lease middleware's ordering all the same.
+            return errback_output(self.crawler, request, self._render_failed(request, detail))
+        error_class = classify(failure)
         referrer = request.meta.get("crawlyx_referrer")
         # A refused redirect names the URLs it leaves unaccounted for (a loop's, all).
         for url in getattr(failure.value, "urls", None) or [request.url]:
