@@ -51,7 +51,12 @@ class Site:
     """Pages by id: (path, query) -> id, and id -> (status, headers, body)."""
 
     def __init__(
-        self, port: int, latency: float = 0.0, generated: int = 0, redirects: dict | None = None
+        self,
+        port: int,
+        latency: float = 0.0,
+        generated: int = 0,
+        redirects: dict | None = None,
+        linked: tuple[str, ...] = (),
     ):
         self.port = port
         self.latency = latency
@@ -59,6 +64,7 @@ class Site:
         # Extra redirects, path -> Location, linked from the home page unless an earlier
         # one leads there.
         self.redirects = redirects or {}
+        self.linked = linked  # more paths linked from the home page
         self.base = f"http://localhost:{port}"
         self.counts: Counter[str] = Counter()
         self.agents: dict[str, set[str]] = {}
@@ -129,6 +135,7 @@ class Site:
         if rid == "/":
             targets = list(self.redirects.values())
             links = links + [p for i, p in enumerate(self.redirects) if p not in targets[:i]]
+            links += self.linked
         title = "Home" if rid == "/" else rid
         anchors = "\n".join(
             f'<a href="{href.format(b=b, port=self.port)}">{href}</a>' for href in links

@@ -284,6 +284,24 @@ def test_redirect_hops_are_held_to_the_crawls_rules(crawl, tmp_path):
     assert result.stat("crawlyx/frontier/redirected") == "4"
 
 
+def test_pages_that_redirect_to_each_other_are_a_trap(crawl, tmp_path):
+    # Both linked: each is fetched on its own and redirects to a page already known.
+    errors = tmp_path / "errors.jsonl"
+    redirects = {"/la": "/lb", "/lb": "/la"}
+    with SiteServer(redirects=redirects, linked=("/lb",)) as site:
+        result = crawl(f"start={start_url(site)}", f"errors={errors}")
+    assert result.returncode == 0, result.log[-3000:]
+    lines = [json.loads(line) for line in errors.read_text().splitlines()]
+    loop = [line for line in lines if _rid(site, line["url"]) in redirects]
+    assert sorted(_rid(site, line["url"]) for line in loop) == ["/la", "/lb"]  # once each
+    assert {line["class"] for line in loop} == {"trap"}
+    assert all(line["detail"].startswith("redirect loop: ") for line in loop)
+    assert site.counts["/la"] == site.counts["/lb"] == 1
+    traps = sum(1 for line in lines if line["class"] == "trap")
+    assert result.stat("crawlyx/error/trap") == str(traps)
+    assert not any(_rid(site, url) in redirects for url in result.urls)
+
+
 def _rid(site, url: str) -> str:
     parts = urlsplit(url)
     return site.resource(parts.netloc, parts.path, parts.query)

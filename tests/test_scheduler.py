@@ -11,11 +11,13 @@ import pytest
 from scrapy import Request, signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
+from twisted.python.failure import Failure
 
 from crawlyx import render
 from crawlyx import settings as project
 from crawlyx.feeds import FileFeedStorage
 from crawlyx.frontier import queued
+from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.frontier.scheduler import Scheduler
 from crawlyx.frontier.state import crawl_state
 from crawlyx.frontier.visited import LEASE_META, VisitedTable
@@ -120,13 +122,39 @@ def test_redirect_releases_the_lease_with_the_claim_of_the_target(scheduler):
     # releases the lease: there is no moment with the lease done and the target unclaimed.
     assert len(round_trips) == 1
     args = round_trips[0]["args"]
-    dones = args[3 : 3 + int(args[2])]
-    assert dones == [old_fp] and args[3 + len(dones) :][:2] == [b"c", new_fp.encode()]
+    dones = args[4 : 4 + int(args[3])]
+    assert dones == [old_fp] and args[4 + len(dones) :][:2] == [b"c", new_fp.encode()]
     assert table.state_of(old_fp) == b"d" and table.state_of(new_fp) == b"q"
     assert scheduler.stats.get_value("crawlyx/frontier/redirected") == 1
     target = scheduler.next_request()
     assert target.url == "http://127.0.0.1:9/new"
     assert target.meta[LEASE_META] != old_fp
+
+
+def _redirected(request, url: str) -> Request:
+    """``request``'s redirect to ``url``, as Scrapy's redirect middleware builds it."""
+    meta = {**request.meta, "redirect_urls": [*request.meta.get("redirect_urls", []), request.url]}
+    return request.replace(url=url, meta=meta)
+
+
+def test_pages_that_redirect_to_each_other_across_fetches_are_a_trap(scheduler):
+    spider, table, stats = scheduler.spider, scheduler.visited, scheduler.stats
+    a, b, c = (f"http://127.0.0.1:9/{name}" for name in "abc")
+    for url in (a, c):  # both linked
+        scheduler.enqueue_request(Request(url, spider.parse))
+    page_a, page_c = scheduler.next_request(), scheduler.next_request()
+    leases = [page_a.meta[LEASE_META], page_c.meta[LEASE_META]]
+    # c -> a, known: c is accounted for by a.
+    assert not scheduler.enqueue_request(_redirected(page_c, a))
+    assert stats.get_value("crawlyx/error/trap") is None
+    # a -> b, new: one chain, fetched on; b -> c, known: the loop a -> b -> c -> a.
+    assert scheduler.enqueue_request(_redirected(page_a, b))
+    page_b = scheduler.next_request()
+    leases.append(page_b.meta[LEASE_META])
+    assert not scheduler.enqueue_request(_redirected(page_b, c))
+    assert stats.get_value("crawlyx/error/trap") == 3  # each page once
+    assert [table.state_of(fp) for fp in leases] == [b"d"] * 3
+    assert table.leased() == 0
 
 
 def test_redirect_to_another_spelling_keeps_the_lease(scheduler):
@@ -342,6 +370,39 @@ def test_a_page_is_done_only_once_its_item_is_out(scheduler):
         assert table.state_of(fp) == b"d"
 
 
+def test_a_failed_render_emits_the_http_version_under_the_lease_rules(scheduler):
+    crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
+    crawler.engine = engine_over(scheduler)
+    LeaseMiddleware.from_crawler(crawler)
+    scheduler.enqueue_request(Request("http://127.0.0.1:9/shell", spider.parse))
+    request = scheduler.next_request()
+    fp = request.meta[LEASE_META]
+    # Sent to the browser with the page's HTTP version, which the browser fails on.
+    links = [f"http://127.0.0.1:9/linked{n}" for n in range(3)]
+    page = {
+        "links": {link: (link, url_fingerprint(link)) for link in links},
+        **dict.fromkeys(("title", "description", "lang", "canonical", "markdown", "blocks")),
+    }
+    facts = dict.fromkeys(("final_url", "status", "etag", "last_modified", "elapsed_ms", "bytes"))
+    request.meta[render.RENDER_META] = "browser"
+    request.meta[render.HTTP_PAGE_META] = {"page": page, "directives": [], "facts": facts}
+    failure = Failure(TimeoutError("navigation timed out"))
+    failure.request = request
+    round_trips = watch_round_trips(table)
+    output = list(spider.on_error(failure))
+    # The links scheduled as they came, the item carrying the lease: nothing released yet.
+    assert [type(item) for item in output] == [PageItem]
+    assert not round_trips and table.state_of(fp) == b"l"
+    assert scheduler.stats.get_value("crawlyx/error/render") == 1
+    crawler.signals.send_catch_log(
+        signals.item_scraped, item=output[0], response=failure, spider=spider
+    )
+    assert len(round_trips) == 1  # the claims of its links and its release, atomically
+    assert table.state_of(fp) == b"d"
+    for link in links:
+        assert table.state_of(url_fingerprint(link)) == b"q"
+
+
 def test_feed_files_get_each_item_at_once(tmp_path):
     path = tmp_path / "pages.jsonl"
     file = FileFeedStorage(str(path), feed_options={"overwrite": True}).open(None)
@@ -388,9 +449,8 @@ def test_a_pop_whose_answer_was_lost_is_queued_again(scheduler):
     scheduler.enqueue_request(Request("http://127.0.0.1:9/lost-answer", spider.parse))
     table.sync()
     # The pop ran in Redis but its answer never reached this process.
-    table._sync(
-        keys=[table.visited_key, table.queue_key, table.leases_key], args=[table.owner, 1, 0]
-    )
+    keys = [table.visited_key, table.queue_key, table.leases_key, table.redirects_key]
+    table._sync(keys=keys, args=[table.owner, 1, table.loop_hops, 0])
     assert table.leased() == 1 and table.queued() == 0
     assert scheduler.has_pending_requests() is True
     assert scheduler.stats.get_value("crawlyx/frontier/unanswered_pops") == 1

@@ -232,3 +232,96 @@ def test_owners_elsewhere_are_left_to_their_heartbeat(state):
     for owner in ("otherhost/pid:[1]-1-abcd1234", f"{table.owner.rsplit('-', 2)[0]}-x-y", "odd"):
         VisitedTable(state, owner=owner).heartbeat()
     assert table.retire_gone_neighbours() == 0
+
+
+def page_url(n: int) -> str:
+    return f"http://127.0.0.1:9/{n}"
+
+
+def _redirect(table: VisitedTable, n: int, to: int) -> tuple[bool, list]:
+    """Page ``n``, leased, redirected to page ``to``."""
+    return table.redirect(fp(n), fp(to), b"x", [(fp(n), page_url(n), fp(to))])
+
+
+def test_redirects_to_known_pages_that_close_a_loop_return_it(state):
+    table, other = VisitedTable(state), VisitedTable(state, owner="other")
+    for n in (1, 2, 3):
+        table.claim(fp(n), b"x")
+    assert [fp for fp, _ in table.pop_many(3)] == [fp(1), fp(2), fp(3)]
+    # A redirect to a new page: claimed, nothing recorded (its chain goes on in one fetch).
+    assert table.redirect(fp(3), fp(4), b"x", [(fp(3), page_url(3), fp(4))]) == (True, [])
+    assert not state.client.exists(table.redirects_key)
+    assert table.state_of(fp(3)) == b"d"
+    # 1 -> 2, both known: recorded, and 1 released (accounted for by 2).
+    assert _redirect(table, 1, 2) == (False, [])
+    assert table.state_of(fp(1)) == b"d"
+    # 2 -> 1, in another process: the loop, from the page that closed it; its lease kept.
+    assert _redirect(other, 2, 1) == (False, [[page_url(2), page_url(1)]])
+    assert table.state_of(fp(2)) == b"l"
+    assert state.client.hlen(table.redirects_key) == 2
+
+
+def test_a_loop_through_a_chain_is_found_by_its_last_hop(state):
+    table = VisitedTable(state)
+    for n in (1, 3):
+        table.claim(fp(n), b"x")
+    # 3 -> 1, known: recorded; 1 -> 2 (new) -> 3 (known), fetched as one chain.
+    assert _redirect(table, 3, 1) == (False, [])
+    hops = [(fp(1), page_url(1), fp(2)), (fp(2), page_url(2), fp(3))]
+    assert table.redirect(fp(2), fp(3), b"x", hops) == (
+        False,
+        [[page_url(2), page_url(3), page_url(1)]],
+    )
+
+
+def test_loop_walks_are_bounded(state):
+    table = VisitedTable(state, loop_hops=3)
+    for n in range(1, 6):
+        table.claim(fp(n), b"x")
+    # 1 -> 2 -> 1 is a loop; 5 -> 1 leads into it without being part of it.
+    assert _redirect(table, 1, 2) == (False, [])
+    assert _redirect(table, 2, 1)[1] == [[page_url(2), page_url(1)]]
+    assert _redirect(table, 5, 1) == (False, [])
+    # 3 -> 4 -> 5 -> 3: three pages, found; one more is past the walk's bound.
+    assert _redirect(table, 3, 4) == (False, [])
+    assert _redirect(table, 4, 5) == (False, [])
+    assert _redirect(table, 5, 3)[1] == [[page_url(5), page_url(3), page_url(4)]]
+    shorter = VisitedTable(state, loop_hops=2)
+    for n in (6, 7, 8):
+        shorter.claim(fp(n), b"x")
+    assert _redirect(shorter, 6, 7) == (False, [])
+    assert _redirect(shorter, 7, 8) == (False, [])
+    assert _redirect(shorter, 8, 6) == (False, [])
+
+
+def _redirect_ring(url_: str, job: str, pages: int, worker: int, workers: int, results) -> None:
+    client = redis.Redis.from_url(url_)
+    table = VisitedTable(State(client, job), loop_hops=pages)
+    loops = []
+    for n in range(worker, pages, workers):
+        loops += _redirect(table, n, (n + 1) % pages)[1]
+    results.put(loops)
+
+
+def test_a_loop_is_found_by_one_process(redis_url, state):
+    pages, workers = 40, 4
+    table = VisitedTable(state)
+    for n in range(pages):
+        table.claim(fp(n), b"x")
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    procs = [
+        context.Process(
+            target=_redirect_ring, args=(redis_url, state.job, pages, w, workers, results)
+        )
+        for w in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    loops = [loop for _ in procs for loop in results.get(timeout=60)]
+    for proc in procs:
+        proc.join(10)
+    # Every page redirects to the next, each in its own fetch, in four processes at
+    # once: the loop they make is found once, whole.
+    assert len(loops) == 1
+    assert sorted(loops[0]) == sorted(page_url(n) for n in range(pages))

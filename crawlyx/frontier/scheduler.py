@@ -33,6 +33,7 @@ from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
 from crawlyx.frontier import queued
+from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.frontier.visited import LEASE_META, visited_table
 
@@ -124,14 +125,34 @@ class Scheduler(RedisScheduler):
         if lease == fp:
             # A redirect to another spelling of the same page (/docs -> /docs/).
             return self._push(lease, request)
-        claimed = self._claim(fp, request)
         if lease is not None:
-            # A redirect elsewhere (its hop passed crawlyx.middlewares.redirect): the page
-            # that redirected is handled, and accounted for by its target (the target's
-            # item or error, or the page already crawled under that URL). It is released
-            # after its target's claim, in the same round trip: a process killed in
-            # between leaves the lease to be requeued, never the target lost.
-            self.stats.inc_value("crawlyx/frontier/redirected")
+            return self._redirect(lease, fp, request)
+        return self._claim(fp, request)
+
+    def _redirect(self, lease, fp, request) -> bool:
+        """A redirect elsewhere (its hop passed crawlyx.middlewares.redirect): the page
+        that redirected is handled, and accounted for by its target (the target's item or
+        error, or the page already crawled under that URL). It is released after its
+        target's claim, in the same round trip: a process killed in between leaves the
+        lease to be requeued, never the target lost. Pages that redirect to each other
+        would so account for each other: the loop they make is a trap, recorded before
+        the lease that closed it is released."""
+        self.stats.inc_value("crawlyx/frontier/redirected")
+        payload = self._encode(request)
+        if payload is None:
+            self.visited.done(lease)
+            return False
+        # Claimed in Redis even if this process knows the target: whether it was known
+        # decides, atomically, whether the chain's hops are recorded.
+        chain = request.meta.get("redirect_urls", [])  # requested in turn, the last leased
+        fps = [*map(url_fingerprint, chain[:-1]), lease, fp]
+        hops = [(a, url, b) for a, url, b in zip(fps, chain, fps[1:], strict=False) if a != b]
+        claimed, loops = self.visited.redirect(lease, fp, payload, hops)
+        for loop in loops:
+            detail = "redirect loop: " + " -> ".join([*loop, loop[0]])
+            for url in loop:
+                self.spider.errors.record(url, "trap", detail, request.meta.get("crawlyx_referrer"))
+        if loops:
             self.visited.done(lease)
         return claimed
 

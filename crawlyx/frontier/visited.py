@@ -20,10 +20,17 @@ and pushes it made since the last one go with the next release or pop, in one Lu
 script (:meth:`VisitedTable.sync`). Under load a round trip costs the crawl far more
 than the commands in it; the links a page yields go with its release.
 
+A redirect to a page already known ends its chain there, and the redirecting page is
+accounted for by its target. Pages that redirect to each other, each fetched on its own
+(both linked), would so account for each other and vanish: the hops of such chains are
+recorded, and the round trip that closes a loop of them finds it, atomically, so exactly
+one process does, and hands the loop's URLs back to be recorded as a trap.
+
 Keys (under ``crawlyx:{job}:``): ``visited`` (hash fp -> q/l/d), ``queue`` (list of
 fp + payload), ``leases`` (hash fp -> owner|payload), ``owner:{id}`` (a heartbeat
 with a TTL: a lease whose owner key has expired belongs to a dead process), ``parked``
-(list of fp + payload: queued requests left for the job's next run).
+(list of fp + payload: queued requests left for the job's next run), ``redirects``
+(hash fp -> target fp + URL: the hops of chains that ended on a page already known).
 """
 
 from __future__ import annotations
@@ -47,18 +54,41 @@ LEASE_META = "crawlyx_lease"
 
 # One round trip does all this process has pending: claims and pushes, finished leases,
 # and popping what to fetch next.
-# KEYS: visited, queue, leases.
-# ARGV: owner, pops (how many to pop), dones (how many fps follow), the done fps, then
-#   triples: "c" (claim: none -> queued, pushed only by the winner) or "p" (push: a
-#   request outside the table, or leased -> queued by the lease's owner), fp, message.
-#   Claims and pushes go on the queue in order, before anything is popped.
-# Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped messages}.
+# KEYS: visited, queue, leases, redirects.
+# ARGV: owner, pops (how many to pop), hops (the longest redirect loop looked for), dones
+#   (how many fps follow), the done fps, then triples: "c" (claim: none -> queued, pushed
+#   only by the winner) or "p" (push: a request outside the table, or leased -> queued
+#   by the lease's owner), fp, message; or "h", fp, target fp + URL: a hop of a redirect
+#   chain (fp, at URL, redirected to target fp) whose last target is the claim just
+#   before. Claims and pushes go on the queue in order, before anything is popped.
+#   A chain's hops are recorded only if that claim was lost (the chain ended on a page
+#   already known); a hop that closes a loop of recorded hops returns the loop's URLs and
+#   keeps its page's lease, which is not released even if it is among the done fps.
+# Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped
+#   messages, loops (the URLs of each, from the page of the hop that closed it)}.
 _SYNC = """
-local won, released, popped = {}, {}, {}
-local dones = tonumber(ARGV[3])
+local won, released, popped, loops, kept = {}, {}, {}, {}, {}
+local hops, dones, lost = tonumber(ARGV[3]), tonumber(ARGV[4]), false
 local mine = ARGV[1] .. '|'
-for i = 4 + dones, #ARGV, 3 do
-  if ARGV[i] == 'p' then
+for i = 5 + dones, #ARGV, 3 do
+  if ARGV[i] == 'h' then
+    local fp, m = ARGV[i + 1], ARGV[i + 2]
+    if lost then
+      redis.call('HSET', KEYS[4], fp, m)
+      local loop, at = {string.sub(m, 41)}, string.sub(m, 1, 40)
+      for _ = 1, hops do
+        if at == fp then
+          loops[#loops + 1] = loop
+          kept[fp] = true
+          break
+        end
+        local hop = redis.call('HGET', KEYS[4], at)
+        if not hop then break end
+        loop[#loop + 1] = string.sub(hop, 41)
+        at = string.sub(hop, 1, 40)
+      end
+    end
+  elseif ARGV[i] == 'p' then
     local fp = ARGV[i + 1]
     if fp == string.rep('-', 40) then
       redis.call('LPUSH', KEYS[2], ARGV[i + 2])
@@ -74,14 +104,18 @@ for i = 4 + dones, #ARGV, 3 do
     end
   elseif redis.call('HSETNX', KEYS[1], ARGV[i + 1], 'q') == 1 then
     redis.call('LPUSH', KEYS[2], ARGV[i + 2])
-    won[#won + 1] = 1
+    won[#won + 1], lost = 1, false
   else
-    won[#won + 1] = 0
+    won[#won + 1], lost = 0, true
   end
 end
-for i = 4, 3 + dones do
-  redis.call('HSET', KEYS[1], ARGV[i], 'd')
-  released[#released + 1] = redis.call('HDEL', KEYS[3], ARGV[i])
+for i = 5, 4 + dones do
+  if kept[ARGV[i]] then
+    released[#released + 1] = 0
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], 'd')
+    released[#released + 1] = redis.call('HDEL', KEYS[3], ARGV[i])
+  end
 end
 local pops = tonumber(ARGV[2])
 while #popped < pops do
@@ -96,7 +130,7 @@ while #popped < pops do
     popped[#popped + 1] = m
   end
 end
-return {won, released, popped}
+return {won, released, popped, loops}
 """
 
 # KEYS: visited, queue, leases. ARGV: owner-key prefix. Moves every lease whose
@@ -148,7 +182,7 @@ class VisitedTable:
     LOCAL_CACHE_SIZE = 1 << 16
     HEARTBEAT_TTL = 30  # seconds without a heartbeat before a process counts as dead
 
-    def __init__(self, state: State, owner: str | None = None, stats=None):
+    def __init__(self, state: State, owner: str | None = None, stats=None, loop_hops: int = 20):
         self.state = state
         self.stats = stats
         self.redis = state.client
@@ -157,6 +191,8 @@ class VisitedTable:
         self.queue_key = state.key("queue")
         self.leases_key = state.key("leases")
         self.parked_key = state.key("parked")
+        self.redirects_key = state.key("redirects")
+        self.loop_hops = loop_hops  # the longest redirect loop across fetches looked for
         self.owner_prefix = state.key("owner:")
         self._sync = self.redis.register_script(_SYNC)
         # Claims and pushes not sent yet: the next round trip carries them.
@@ -207,16 +243,37 @@ class VisitedTable:
         self._pending += (b"p", prefix, prefix + payload)
         self.held.discard(fp)
 
-    def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list]:
+    def redirect(self, lease: str, fp: str, payload: bytes, hops) -> tuple[bool, list]:
+        """The page leased as ``lease`` redirected to ``fp``: claim the target, then release
+        the lease, in one round trip. ``hops``: the chain's (fp, URL, target fp), in order,
+        the last from ``lease`` to ``fp``; recorded if the target was known already.
+        Returns (the claim won, the loops the hops closed: each a list of URLs). A page
+        that closed a loop keeps its lease, to be released once the loop is recorded.
+        With Redis unreachable, all is sent with the next round trip (False, [] now):
+        the lease, no longer held, is then given back and its loop found again."""
+        self.remember(fp)
+        self.claim_later(fp, payload)
+        for source, url, target in hops:
+            self._pending += (b"h", source.encode(), target.encode() + url.encode())
+        self.held.discard(lease)
+        try:
+            won, _, _, loops = self.sync(done=(lease,))
+        except REDIS_DOWN as exc:
+            outage(self.stats, "following a redirect", exc)
+            return False, []
+        return bool(won[-1]), [[url.decode() for url in loop] for loop in loops]
+
+    def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list, list]:
         """One round trip: send what is pending, mark ``done`` fingerprints done and pop
-        up to ``pop`` requests. Returns (claims won, leases released, popped messages)."""
+        up to ``pop`` requests. Returns (claims won, leases released, popped messages,
+        redirect loops closed)."""
         pending, dones = self._pending, [*self._dones, *done]
         if not (pending or dones or pop):
-            return [], [], []
+            return [], [], [], []
         try:
-            won, released, popped = self._sync(
-                keys=[self.visited_key, self.queue_key, self.leases_key],
-                args=[self.owner, pop, len(dones), *dones, *pending],
+            won, released, popped, loops = self._sync(
+                keys=[self.visited_key, self.queue_key, self.leases_key, self.redirects_key],
+                args=[self.owner, pop, self.loop_hops, len(dones), *dones, *pending],
             )
         except REDIS_DOWN:
             self._dones = dones  # kept, like the pending claims, for the next round trip
@@ -227,7 +284,7 @@ class VisitedTable:
         if claims and self.stats is not None:
             self.stats.inc_value("crawlyx/frontier/enqueued", sum(won))
             self.stats.inc_value("crawlyx/frontier/duplicates", claims - sum(won))
-        return won, released, popped
+        return won, released, popped, loops
 
     def settle(self, fp: str) -> bool:
         """none -> done, for a page handled without being queued (one a browser was
@@ -369,5 +426,8 @@ def visited_table(crawler) -> VisitedTable:
     """The crawl's one :class:`VisitedTable`, shared by the scheduler, spider and middlewares."""
     table = _tables.get(crawler)
     if table is None:
-        table = _tables[crawler] = VisitedTable(crawl_state(crawler), stats=crawler.stats)
+        # A loop across fetches is looked for as far as a redirect chain is followed.
+        hops = crawler.settings.getint("REDIRECT_MAX_TIMES")
+        table = VisitedTable(crawl_state(crawler), stats=crawler.stats, loop_hops=hops)
+        _tables[crawler] = table
     return table

@@ -14,14 +14,22 @@ scraper, which schedules them from parallel tasks that may run after the output 
 ended. So a page's release always comes after the claims of the URLs it found, and goes
 to Redis in the same round trip: a process killed in between loses none of them. This
 middleware must stay the outermost (the lowest order), so that it sees the final output.
+
+Scrapy hands what an errback returns straight to the scraper, past the spider
+middlewares: an errback that yields (the spider's, when a render fails and the page's
+HTTP version is emitted instead) passes its output through :func:`errback_output`.
 """
 
 from __future__ import annotations
+
+from weakref import WeakKeyDictionary
 
 from itemadapter import is_item
 from scrapy import Request, signals
 
 from crawlyx.frontier.visited import LEASE_META, visited_table
+
+_middlewares: WeakKeyDictionary = WeakKeyDictionary()
 
 
 class LeaseMiddleware:
@@ -34,34 +42,48 @@ class LeaseMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(crawler)
+        """The crawl's one instance, shared with :func:`errback_output`."""
+        middleware = _middlewares.get(crawler)
+        if middleware is None:
+            middleware = _middlewares[crawler] = cls(crawler)
+        return middleware
 
     async def process_spider_output_async(self, response, result):
         async for output in result:
-            if self._passed_on(response, output):
+            if self._passed_on(response.request, output):
                 yield output
         visited_table(self.crawler).release(response.request)
 
     def process_spider_output(self, response, result):
+        return self.output(response.request, result)
+
+    def output(self, request, result):
         for output in result:
-            if self._passed_on(response, output):
+            if self._passed_on(request, output):
                 yield output
-        visited_table(self.crawler).release(response.request)
+        visited_table(self.crawler).release(request)
 
     def process_spider_exception(self, response, exception):
         visited_table(self.crawler).release(response.request)
 
-    def _passed_on(self, response, output) -> bool:
+    def _passed_on(self, request, output) -> bool:
         """Schedule a request now; the page's first item takes its lease over from the
         request. False for what need not go on to the scraper."""
         if isinstance(output, Request):
             self.crawler.engine.crawl(output)
             return False
-        if is_item(output) and LEASE_META in response.request.meta:
-            self._carried[id(output)] = response.request.meta.pop(LEASE_META)
+        if is_item(output) and LEASE_META in request.meta:
+            self._carried[id(output)] = request.meta.pop(LEASE_META)
         return True
 
     def _item_out(self, item, **kwargs):
         fp = self._carried.pop(id(item), None)
         if fp is not None:
             visited_table(self.crawler).done(fp)
+
+
+def errback_output(crawler, request, result):
+    """What an errback yields for ``request``, handled as the middleware handles a
+    callback's output: requests scheduled as they come, an item carrying the lease, the
+    lease released after them."""
+    return LeaseMiddleware.from_crawler(crawler).output(request, result)

@@ -5,7 +5,8 @@ a URL the crawl did not choose, so it gets the rules a link gets: the crawl's or
 and allow/deny (class ``out_of_scope``) and the trap rules (class ``trap``). A hop back
 to a URL its own chain already requested is a loop (class ``trap``). A refused hop is
 never requested: the request that redirected fails with :class:`RedirectRefused`, and
-the spider's errback records it.
+the spider's errback records it. A loop through pages fetched apart (each redirecting to
+a page already known) is found by the scheduler (:mod:`crawlyx.frontier.visited`).
 
 The start URL's hops are the anchor: they decide the crawl's origin (apex -> www), so
 only the trap rules and loops apply to them. Requests the spider does not handle

@@ -25,6 +25,7 @@ from crawlyx.frontier.quota import PageQuota
 from crawlyx.frontier.state import crawl_state, start_embedded_redis
 from crawlyx.frontier.visited import LEASE_META, visited_table
 from crawlyx.items import PageItem
+from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
 from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.policy.optout import OptOut
@@ -374,10 +375,12 @@ class SiteSpider(Spider):
 
     def on_error(self, failure):
         request = failure.request
-        if _render_failure(failure, request):
-            return self._render_failed(request, f"{type(failure.value).__name__}: {failure.value}")
-        error_class = classify(failure)
         detail = f"{type(failure.value).__name__}: {failure.value}"
+        if _render_failure(failure, request):
+            # Scrapy hands an errback's output straight to the scraper: it goes through the
+            # lease middleware's ordering all the same.
+            return errback_output(self.crawler, request, self._render_failed(request, detail))
+        error_class = classify(failure)
         referrer = request.meta.get("crawlyx_referrer")
         # A refused redirect names the URLs it leaves unaccounted for (a loop's, all).
         for url in getattr(failure.value, "urls", None) or [request.url]:
