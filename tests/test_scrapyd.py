@@ -189,9 +189,8 @@ def test_cancelled_job_resumes_when_scheduled_again(scrapyd, tmp_path):
         first = scrapyd.schedule(settings, **args)
         deadline = time.monotonic() + 60
         while len(scrapyd.items(first)) < 10:
-            assert time.monotonic() < deadline and not scrapyd.finished(first), scrapyd.log(first)[
-                -3000:
-            ]
+            running = time.monotonic() < deadline and not scrapyd.finished(first)
+            assert running, scrapyd.log(first)[-3000:]
             time.sleep(0.1)
         assert scrapyd.cancel(first) == "running"  # SIGINT: a graceful stop
         scrapyd.wait(first)
