@@ -48,9 +48,10 @@ QUIET = {"CRAWLYX_MARKDOWN_WORKERS": 1}
 
 
 def scrapyd_env() -> dict:
-    # scrapyd's own environment: the egg names the settings module and brings the code.
+    # The egg's entry point names the settings module. The code that runs is the
+    # checkout's: on PYTHONPATH it comes before the egg, as an installed crawlyx would.
     env = crawl_env()
-    del env["SCRAPY_SETTINGS_MODULE"], env["PYTHONPATH"]
+    del env["SCRAPY_SETTINGS_MODULE"]
     return env
 
 
