@@ -184,7 +184,9 @@ def test_progress_line_and_summary(crawl):
             settings={"CRAWLYX_PROGRESS_INTERVAL": 0.2, **SLOW_HOST},
         )
     assert re.search(
-        r"crawlyx: \d+ pages done, \d+ queued, [\d.]+ pages/s, \d+ errors, rss \d+ MiB", result.log
+        r"crawlyx: \d+ pages done, \d+ queued, [\d.]+ pages/s, \d+ errors, rss \d+ MiB, "
+        r"window (127\.0\.0\.1|localhost)=[12] (127\.0\.0\.1|localhost)=[12]\n",
+        result.log,
     )
     summary = re.search(
         r"crawlyx: finished \(finished\): (\d+) pages in [\d.]+ s \([\d.]+ pages/s\), "
