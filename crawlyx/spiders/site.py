@@ -19,6 +19,7 @@ from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.extensions.breadth import Breadth
+from crawlyx.extensions.metrics import Metrics
 from crawlyx.fingerprint import normalized_fingerprint
 from crawlyx.items import PageItem
 from crawlyx.middlewares.robots import cached_robots
@@ -62,6 +63,7 @@ class SiteSpider(Spider):
             WindowMiddleware.check_settings(settings)
         if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
             Breadth.check_settings(settings)
+        Metrics.check_settings(settings)
         render.check(CrawlArgs.parse(**arguments).render, settings)
 
     @classmethod
