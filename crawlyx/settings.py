@@ -124,6 +124,7 @@ EXTENSIONS = {
     "crawlyx.extensions.progress.Progress": 500,
     "crawlyx.extensions.breadth.Breadth": 510,
     "crawlyx.extensions.metrics.Metrics": 520,
+    "crawlyx.extensions.report.Report": 530,
 }
 
 # Scrapy 2.19's RemoteControl executes posted Python code: never on in crawlyx.

@@ -133,6 +133,7 @@ def test_sitemap_off(site, crawl):
         ("deny=*bad", "deny"),
         ("sitemap=maybe", "sitemap"),
         ("job=../../etc", "job"),
+        ("report=/no/such/folder/report.json", "report"),
     ],
 )
 def test_bad_arguments_stop_before_any_request(site, crawl, arg, named):

@@ -1,12 +1,14 @@
-"""The Prometheus endpoint (crawlyx/extensions/metrics.py) and the fetch tally behind it
-(crawlyx/telemetry.py)."""
+"""The Prometheus endpoint (crawlyx/extensions/metrics.py), the fetch tally behind it and
+the report (crawlyx/telemetry.py, crawlyx/extensions/report.py)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import time
 import urllib.request
+from collections import Counter
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,6 +16,7 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from crawlyx.extensions.metrics import Metrics
+from crawlyx.extensions.report import FETCH_FAILURES
 from crawlyx.telemetry import OTHER, Histogram, HostLabels
 from tests.conftest import crawl_command, crawl_env, free_port, read_items
 from tests.site import SiteServer
@@ -157,3 +160,77 @@ def test_metrics_while_crawling(tmp_path, redis_url):
     assert 0 <= families["crawlyx_robots_age_seconds"].samples[0].value < 60
     assert len(read_items(out)) == len(site.expected_pages())
     assert refused(port)  # closed with the crawl
+
+
+def test_report(site, crawl, tmp_path):
+    report_path, errors_path = tmp_path / "report.json", tmp_path / "errors.jsonl"
+    result = crawl(f"start={start_url(site)}", f"report={report_path}", f"errors={errors_path}")
+    assert result.returncode == 0, result.log[-3000:]
+    assert "crawlyx: finished (finished):" in result.log  # the summary line stays
+    report = json.loads(report_path.read_text())
+    assert report["ended"]["reason"] == "finished"
+    pages = len(result.items)
+    assert report["pages"] == pages == len(site.expected_pages())
+    assert report["pages_per_second"] > 0
+    # Errors by class: those of the errors file.
+    recorded = Counter(json.loads(line)["class"] for line in errors_path.read_text().splitlines())
+    assert report["errors"]["by_class"] == dict(recorded) == {"http_4xx": 1, "robots_disallowed": 1}
+    assert report["errors"]["count"] == int(result.stat("crawlyx/error/count"))
+    # Success rate: pages / (pages + fetch failures); the missing page is the one failure.
+    failed = sum(recorded[name] for name in FETCH_FAILURES)
+    assert failed == 1
+    assert report["success_rate"] == {
+        "value": round(pages / (pages + 1), 6),
+        "pages": pages,
+        "failed": 1,
+    }
+    # Fetches: every request the downloader handled, as Scrapy counts them.
+    fetches = report["fetches"]
+    assert fetches["count"] == int(result.stat("downloader/request_count"))
+    assert fetches["by_status_class"]["2xx"] == int(
+        result.stat("downloader/response_status_count/200")
+    )
+    assert fetches["by_status_class"]["4xx"] == 1
+    assert fetches["by_mode"] == {"http": fetches["count"]}
+    latency = report["latency_seconds"]
+    assert latency["count"] == int(result.stat("downloader/response_count"))
+    assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
+    # Drain: the frontier's own counters (the crawl is shorter than the window).
+    drain = report["drain_rate"]
+    assert drain["taken"] == int(result.stat("crawlyx/frontier/dequeued"))
+    assert drain["added"] == int(result.stat("crawlyx/frontier/enqueued"))
+    assert drain["value"] == 1.0  # a finished crawl took all it added
+    # robots.txt: every fetch but the two robots.txt was checked, none was disallowed.
+    assert report["robots"] == {
+        "checked": fetches["count"] - 2,
+        "disallowed_fetched": 0,
+        "compliance": 1.0,
+    }
+    slos = report["slos"]
+    assert slos["fetch_success_rate"]["target"] == 0.95
+    assert slos["fetch_success_rate"]["met"] is False  # 16 of 17: 94 %
+    assert slos["fetch_latency_p95_seconds"] == {
+        "value": latency["p95"],
+        "target": 3.0,
+        "comparison": "<=",
+        "met": True,
+    }
+    assert slos["robots_compliance"]["met"] is True
+
+
+def test_report_says_why_the_crawl_ended(site, crawl, tmp_path):
+    path = tmp_path / "report.json"
+    result = crawl(
+        f"start={start_url(site)}",
+        "max_pages=3",
+        f"report={path}",
+        settings={"CRAWLYX_ROBOTS_ENABLED": False},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    report = json.loads(path.read_text())
+    assert report["ended"]["reason"] == "max_pages"
+    assert "max_pages" in report["ended"]["why"]
+    assert report["pages"] == 3
+    # robots.txt not obeyed: no compliance to speak of, and the objective is not met.
+    assert report["robots"]["compliance"] is None
+    assert report["slos"]["robots_compliance"]["met"] is False
