@@ -9,15 +9,18 @@ import subprocess
 import time
 import urllib.request
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from scrapy import Spider
+from scrapy import Request, Spider
+from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from crawlyx.extensions.metrics import Metrics
 from crawlyx.extensions.report import FETCH_FAILURES
-from crawlyx.telemetry import OTHER, Histogram, HostLabels
+from crawlyx.middlewares.robots import Robots
+from crawlyx.telemetry import FAILED, OTHER, FetchTally, Histogram, HostLabels
 from tests.conftest import crawl_command, crawl_env, free_port, read_items
 from tests.site import SiteServer
 
@@ -75,6 +78,24 @@ def test_histogram_buckets_and_quantiles():
     assert histogram.quantile(0.4) == 1.0  # the 2nd of 5: the top of the first bucket
     assert histogram.quantile(0.5) == pytest.approx(1.5)  # half-way into (1, 2]
     assert histogram.quantile(0.99) == 3.0  # in +Inf: the highest finite bound
+
+
+def test_tally_counts_fetches_and_audits_robots():
+    tally = FetchTally(get_crawler(Spider, {}), host_limit=5)
+    rules = Robots(200, "User-agent: *\nDisallow: /private/\n", 100.0)
+    tally._robots = SimpleNamespace(agent="crawlyx", cached=lambda origin: rules)
+    tally._reached(Request("http://h/robots.txt", meta={"dont_obey_robotstxt": True}))
+    tally._reached(Request("http://h/page"))
+    tally._reached(Request("http://h/private/x"))  # let through by mistake: a violation
+    answered = Request("http://h/page", meta={"download_latency": 0.2})
+    tally._downloaded(Response("http://h/page", status=503), answered)
+    tally._left(answered)
+    tally._left(Request("http://h/slow", meta={"playwright": True}))  # no response: failed
+    snap = tally.snapshot()
+    assert (snap.robots_checked, snap.robots_violations, snap.robots_fetched_at) == (2, 1, 100.0)
+    assert snap.fetches == {("h", "5xx"): 1, ("h", FAILED): 1}
+    assert snap.modes == {"http": 1, "browser": 1}
+    assert snap.latency.count == 1 and snap.latency.sum == 0.2
 
 
 def test_endpoint_listens_on_loopback_and_closes(tmp_path):
