@@ -296,6 +296,7 @@ def test_retry_after_holds_every_request_to_the_host(crawl):
     urls = [url.removeprefix(server.base) for url in result.urls]
     assert sorted(urls) == sorted(["/", "/a", *pages])
     assert result.stat("crawlyx/window/retry_after_waits") == "2"
+    assert result.log.count("crawlyx: window 127.0.0.1 resumed (Retry-After elapsed)") == 2
     assert int(result.stat("crawlyx/window/shrinks")) >= 1
 
 
