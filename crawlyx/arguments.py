@@ -33,10 +33,11 @@ class CrawlArgs:
     job: str | None = None
     errors: str | None = None
     render: str = "auto"
+    report: str | None = None
 
     @classmethod
     def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
-              sitemap=None, job=None, errors=None, render=None,
+              sitemap=None, job=None, errors=None, render=None, report=None,
               **_ignored) -> CrawlArgs:  # fmt: skip
         """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
         if not start:
@@ -66,6 +67,7 @@ class CrawlArgs:
             job=job,
             errors=_writable("errors", errors),
             render=_choice("render", render, RENDER_MODES, default="auto"),
+            report=_writable("report", report),
         )
 
 

@@ -34,6 +34,12 @@ ERROR_CLASSES = (
 )
 
 
+def error_counts(stats) -> dict[str, int]:
+    """The crawl's errors so far by class (classes with none left out), from the stats."""
+    counts = {name: stats.get_value(f"crawlyx/error/{name}", 0) for name in ERROR_CLASSES}
+    return {name: count for name, count in counts.items() if count}
+
+
 class CrawlyxIgnore(Exception):
     """Base for the reasons crawlyx refuses a request; ``error_class`` names it."""
 

@@ -26,8 +26,13 @@ CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none
 CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site's pages
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
-# The SSRF guard (crawlyx/policy/ssrf.py): only public addresses are fetched, plus the start host's
-# own when it is not public; no HTTP(S) proxy. True turns the guard off.
+# Prometheus metrics on http://127.0.0.1:PORT/metrics while the crawl runs (0: off;
+# crawlyx/extensions/metrics.py). The first METRICS_HOSTS hosts fetched get their own
+# `host` label value, the rest share `other`.
+CRAWLYX_METRICS_PORT = 0
+CRAWLYX_METRICS_HOSTS = 20
+# The SSRF guard (crawlyx/policy/ssrf.py): only public addresses are fetched, plus the
+# start host's own when it is not public; no HTTP(S) proxy. True turns the guard off.
 CRAWLYX_ALLOW_PRIVATE = False
 # The adaptive concurrency window per host (crawlyx/middlewares/window.py): AIMD
 # between MIN and MAX, +1 after GROW_AFTER clean fetches, halved on trouble (429, 502,
@@ -132,6 +137,8 @@ EXTENSIONS = {
     "scrapy.extensions.remote_control.RemoteControl": None,
     "crawlyx.extensions.progress.Progress": 500,
     "crawlyx.extensions.breadth.Breadth": 510,
+    "crawlyx.extensions.metrics.Metrics": 520,
+    "crawlyx.extensions.report.Report": 530,
 }
 
 # Scrapy 2.19's RemoteControl executes posted Python code: never on in crawlyx.

@@ -133,6 +133,7 @@ def test_sitemap_off(site, crawl):
         ("deny=*bad", "deny"),
         ("sitemap=maybe", "sitemap"),
         ("job=../../etc", "job"),
+        ("report=/no/such/folder/report.json", "report"),
     ],
 )
 def test_bad_arguments_stop_before_any_request(site, crawl, arg, named):
@@ -184,7 +185,9 @@ def test_progress_line_and_summary(crawl):
             settings={"CRAWLYX_PROGRESS_INTERVAL": 0.2, **SLOW_HOST},
         )
     assert re.search(
-        r"crawlyx: \d+ pages done, \d+ queued, [\d.]+ pages/s, \d+ errors, rss \d+ MiB", result.log
+        r"crawlyx: \d+ pages done, \d+ queued, [\d.]+ pages/s, \d+ errors, rss \d+ MiB, "
+        r"window (127\.0\.0\.1|localhost)=[12] (127\.0\.0\.1|localhost)=[12]\n",
+        result.log,
     )
     summary = re.search(
         r"crawlyx: finished \(finished\): (\d+) pages in [\d.]+ s \([\d.]+ pages/s\), "
@@ -233,6 +236,7 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
     [
         ({"CRAWLYX_WINDOW_MIN": 50}, "CRAWLYX_WINDOW_MIN (50) must be at least 1"),
         ({"CRAWLYX_BREADTH_MAX_BOTS": 0}, "CRAWLYX_BREADTH_MAX_BOTS"),
+        ({"CRAWLYX_METRICS_PORT": 70000}, "CRAWLYX_METRICS_PORT (70000) must be a port"),
     ],
 )
 def test_bad_settings_stop_the_crawl_with_one_line(site, crawl, setting, named):

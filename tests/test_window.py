@@ -4,6 +4,7 @@ arithmetic, Retry-After parsing, and whole crawls against hostile servers."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from email.utils import formatdate
@@ -169,6 +170,21 @@ def test_the_gate_lets_through_at_most_the_window_in_order_and_holds_in_a_pause(
     asyncio.run(scenario())
 
 
+def test_grows_are_logged_at_debug_shrinks_and_pauses_at_info(caplog):
+    mw = WindowMiddleware(_crawler(CRAWLYX_WINDOW_GROW_AFTER=1))
+    with caplog.at_level(logging.DEBUG, logger="crawlyx.middlewares.window"):
+        for _ in range(3):
+            mw._clean("h", started=time.monotonic())
+        mw._trouble("h", started=time.monotonic(), now=time.monotonic(), reason="HTTP 503")
+    levels = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert levels == [
+        (logging.DEBUG, "crawlyx: window h 9 (grow)"),
+        (logging.DEBUG, "crawlyx: window h 10 (grow)"),
+        (logging.DEBUG, "crawlyx: window h 11 (grow)"),
+        (logging.INFO, "crawlyx: window h 5 (shrink from 11: HTTP 503)"),
+    ]
+
+
 def test_bad_bounds_are_refused():
     with pytest.raises(ValueError, match="CRAWLYX_WINDOW_MIN"):
         WindowMiddleware(_crawler(CRAWLYX_WINDOW_MIN=10, CRAWLYX_WINDOW_MAX=5))
@@ -280,6 +296,7 @@ def test_retry_after_holds_every_request_to_the_host(crawl):
     urls = [url.removeprefix(server.base) for url in result.urls]
     assert sorted(urls) == sorted(["/", "/a", *pages])
     assert result.stat("crawlyx/window/retry_after_waits") == "2"
+    assert result.log.count("crawlyx: window 127.0.0.1 resumed (Retry-After elapsed)") == 2
     assert int(result.stat("crawlyx/window/shrinks")) >= 1
 
 
@@ -336,6 +353,7 @@ def test_never_more_requests_in_flight_than_the_window(crawl):
     assert server.max_inflight >= 4  # it did open up
     assert result.stat("crawlyx/window/127.0.0.1") == "5"
     assert result.stat("crawlyx/window/grows") == "3"
+    assert "(grow)" not in result.log  # grows are DEBUG
 
 
 def test_crawl_delay_spaces_request_starts(crawl):

@@ -14,9 +14,11 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from crawlyx.errors import ERROR_CLASSES
+from crawlyx.errors import error_counts
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.frontier.visited import visited_table
+from crawlyx.middlewares import installed
+from crawlyx.middlewares.window import WindowMiddleware
 
 logger = logging.getLogger(__name__)
 
@@ -72,24 +74,32 @@ class Progress:
             outage(self.stats, "counting the queue", exc)
             queued = -1
         logger.info(
-            "crawlyx: %d pages done, %d queued, %.1f pages/s, %d errors, rss %d MiB",
+            "crawlyx: %d pages done, %d queued, %.1f pages/s, %d errors, rss %d MiB%s",
             pages,
             queued,
             rate,
             self.errors(),
             _rss() >> 20,
+            self.windows(),
         )
+
+    def windows(self, shown: int = 3) -> str:
+        """``, window localhost=12 cdn.example=8``: the widest windows (see
+        crawlyx/middlewares/window.py), ``+N`` for the hosts left out."""
+        window_mw = installed(self.crawler, WindowMiddleware)
+        if window_mw is None or not window_mw.windows:
+            return ""
+        widest = sorted(window_mw.windows.items(), key=lambda kv: (-kv[1].value, kv[0]))
+        text = " ".join(f"{key}={window.value}" for key, window in widest[:shown])
+        more = len(widest) - shown
+        return f", window {text}" + (f" +{more}" if more > 0 else "")
 
     def spider_closed(self, spider, reason):
         if self._task is not None and self._task.running:
             self._task.stop()
         wall = time.monotonic() - self.started
         pages = self.pages()
-        by_class = {
-            name: self.stats.get_value(f"crawlyx/error/{name}")
-            for name in ERROR_CLASSES
-            if self.stats.get_value(f"crawlyx/error/{name}")
-        }
+        by_class = error_counts(self.stats)
         errors = ", ".join(f"{name} {count}" for name, count in by_class.items()) or "none"
         self.stats.set_value("crawlyx/pages", pages)
         self.stats.set_value("crawlyx/wall_seconds", round(wall, 3))

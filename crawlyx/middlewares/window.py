@@ -54,8 +54,8 @@ pause or a smaller window applies to the very next request. Failures come throug
 turns it into a retry.
 
 Stats: ``crawlyx/window/<host>`` (the current window), ``crawlyx/window/shrinks``,
-``crawlyx/window/grows``, ``crawlyx/window/retry_after_waits``. Every change of a
-window is logged at INFO.
+``crawlyx/window/grows``, ``crawlyx/window/retry_after_waits``. Shrinks, pauses and
+their end are logged at INFO, grows at DEBUG (the progress line shows the windows).
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from scrapy.utils.asyncio import call_later
 from twisted.python.failure import Failure
 
 from crawlyx.errors import CrawlyxIgnore, classify
+from crawlyx.middlewares import installed
 from crawlyx.middlewares.robots import RobotsMiddleware
 from crawlyx.urls.normalize import url_origin
 
@@ -337,14 +338,7 @@ class WindowMiddleware:
 
     def _robots_middleware(self) -> RobotsMiddleware | None:
         if self._robots is False:
-            self._robots = next(
-                (
-                    mw
-                    for mw in self.downloader.middleware.middlewares
-                    if isinstance(mw, RobotsMiddleware)
-                ),
-                None,
-            )
+            self._robots = installed(self.crawler, RobotsMiddleware)
         return self._robots
 
     # -- outcomes ----------------------------------------------------------------------
@@ -410,7 +404,10 @@ class WindowMiddleware:
         if slot is not None:
             slot.concurrency = window.value
         self._cap_dequeuing()
-        logger.info("crawlyx: window %s %d (%s)", key, window.value, why)
+        # A grow is routine (dozens in a short crawl): the progress line shows where the
+        # windows stand. A shrink is news.
+        level = logging.DEBUG if why == "grow" else logging.INFO
+        logger.log(level, "crawlyx: window %s %d (%s)", key, window.value, why)
         self._wake(key)
 
     # -- Retry-After -------------------------------------------------------------------
@@ -436,6 +433,7 @@ class WindowMiddleware:
         if remaining > 0:  # extended meanwhile, or the timer fired a hair early
             call_later(remaining, self._resume, key)
         else:
+            logger.info("crawlyx: window %s resumed (Retry-After elapsed)", key)
             self._wake(key)
 
     def _hold(self, key: str, slot) -> None:

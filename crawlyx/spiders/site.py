@@ -20,6 +20,7 @@ from crawlyx.arguments import CrawlArgs
 from crawlyx.content.workers import PageWorkers, page_workers
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.extensions.breadth import Breadth
+from crawlyx.extensions.metrics import Metrics
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.quota import PageQuota
 from crawlyx.frontier.state import crawl_state, start_embedded_redis
@@ -64,6 +65,7 @@ class SiteSpider(Spider):
             WindowMiddleware.check_settings(settings)
         if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
             Breadth.check_settings(settings)
+        Metrics.check_settings(settings)
         render.check(CrawlArgs.parse(**arguments).render, settings)
 
     @classmethod
