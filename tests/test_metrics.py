@@ -1,5 +1,5 @@
 """The Prometheus endpoint (crawlyx/extensions/metrics.py), the fetch tally behind it and
-the report (crawlyx/telemetry.py, crawlyx/extensions/report.py)."""
+the report (crawlyx/extensions/telemetry.py, crawlyx/extensions/report.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from scrapy.utils.test import get_crawler
 
 from crawlyx.extensions.metrics import Metrics
 from crawlyx.extensions.report import FETCH_FAILURES
+from crawlyx.extensions.telemetry import FAILED, OTHER, FetchTally, Histogram, HostLabels
 from crawlyx.middlewares.robots import Robots
-from crawlyx.telemetry import FAILED, OTHER, FetchTally, Histogram, HostLabels
 from tests.conftest import crawl_command, crawl_env, free_port, read_items
 from tests.site import SiteServer
 

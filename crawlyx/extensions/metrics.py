@@ -4,7 +4,7 @@ Served on 127.0.0.1 only, from the crawl's own registry (never the process-globa
 in a thread of prometheus_client's; the port closes when the spider closes.
 
 Nothing is counted twice: every value is read at scrape time from where the crawl
-keeps it already (the fetch tally of crawlyx/telemetry.py, Scrapy's stats, the window
+keeps it already (the fetch tally of crawlyx/extensions/telemetry.py, Scrapy's stats, the window
 middleware, the visited table). Counts are counters and durations a histogram; only
 levels (the frontier, a window, an age) are gauges. No label carries a URL, and the
 ``host`` label is bounded (``CRAWLYX_METRICS_HOSTS``, see :class:`HostLabels`).
@@ -31,10 +31,10 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from crawlyx.errors import ERROR_CLASSES
+from crawlyx.extensions.telemetry import fetch_tally
 from crawlyx.frontier.visited import visited_table
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.window import WindowMiddleware
-from crawlyx.telemetry import fetch_tally
 
 logger = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ Definitions (also in README.md):
   recorded under a fetch error class: ``FETCH_FAILURES``). URLs refused by policy
   (robots.txt, scope, traps, opt-out) were never attempted and count in neither.
 * latency: of every fetch that got a response, from the fixed-bucket histogram of
-  crawlyx/telemetry.py; a percentile is interpolated inside its bucket.
+  crawlyx/extensions/telemetry.py; a percentile is interpolated inside its bucket.
 * drain rate: over the last ``DRAIN_WINDOW`` seconds (or the whole crawl if shorter),
   requests this process took from the frontier per request it added to it. Below 1 the
   frontier grows; null when nothing was added.
 * robots compliance: the share of fetches the robots.txt rules allowed, checked at the
-  downloader (crawlyx/telemetry.py).
+  downloader (crawlyx/extensions/telemetry.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from crawlyx.errors import error_counts
-from crawlyx.telemetry import fetch_tally
+from crawlyx.extensions.telemetry import fetch_tally
 
 logger = logging.getLogger(__name__)
 
