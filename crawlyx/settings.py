@@ -26,6 +26,9 @@ CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none
 CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site's pages
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
+# Days an unnamed crawl's job (its state in Redis) is kept after its last process stops,
+# to resume it with -a job=NAME; 0 keeps it until `scrapy jobs --drop`. Named jobs stay.
+CRAWLYX_JOB_TTL_DAYS = 7.0
 # The SSRF guard (crawlyx/policy/ssrf.py): only public addresses are fetched, plus the start host's
 # own when it is not public; no HTTP(S) proxy. True turns the guard off.
 CRAWLYX_ALLOW_PRIVATE = False
