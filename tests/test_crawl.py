@@ -261,6 +261,7 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
     [
         ({"CRAWLYX_WINDOW_MIN": 50}, "CRAWLYX_WINDOW_MIN (50) must be at least 1"),
         ({"CRAWLYX_BREADTH_MAX_BOTS": 0}, "CRAWLYX_BREADTH_MAX_BOTS"),
+        ({"CRAWLYX_JOB_TTL_DAYS": -1}, "CRAWLYX_JOB_TTL_DAYS (-1) must be 0 or more"),
     ],
 )
 def test_bad_settings_stop_the_crawl_with_one_line(site, crawl, setting, named):

@@ -8,7 +8,10 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 
+from crawlyx.arguments import JOB_NAME
+from crawlyx.frontier.jobs import generated_name
 from tests.conftest import crawl_command, crawl_env, read_items
 from tests.site import SiteServer
 
@@ -122,3 +125,13 @@ def test_drop_refuses_a_bad_name(tmp_path, redis_url, redis_client):
     assert redis_client.get("crawlyx:_breadth:keep") == b"1"
     assert "_breadth" not in listed(redis_url, tmp_path)
     redis_client.delete("crawlyx:_breadth:keep")
+
+
+def test_generated_names_are_valid_job_names():
+    now = datetime(2026, 11, 30, 3, 15, 0, tzinfo=UTC)
+    name = generated_name("https://Docs.Example.com:8443/a?b=c", now)
+    assert re.fullmatch(r"docs\.example\.com-20261130-031500-[0-9a-f]{4}", name)
+    # Two crawls started in the same second get different names.
+    assert len({generated_name("https://docs.example.com/", now) for _ in range(8)}) > 1
+    for start in ("http://[::1]:8080/", "http://xn--bcher-kva.example/", "http://" + "a" * 90):
+        assert JOB_NAME.fullmatch(generated_name(start, now)), start

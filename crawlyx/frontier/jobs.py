@@ -88,9 +88,12 @@ class JobRun:
         pipe.hsetnx(record, "expires", int(spider.args.job is None))
         pipe.hset(record, "last_run", now)
         pipe.hget(record, "expires")
-        if pipe.execute()[-1] == b"1":
-            state.expire_all(None)  # nothing expires under a running crawl
-            state.ttl = self.ttl  # set by the last process out (State.close)
+        try:
+            if pipe.execute()[-1] == b"1":
+                state.expire_all(None)  # nothing expires under a running crawl
+                state.ttl = self.ttl  # set by the last process out (State.close)
+        except REDIS_DOWN as exc:  # the crawl waits for Redis; the job is kept, unexpiring
+            outage(self.crawler.stats, "recording the job", exc)
 
     def closed(self, spider, reason):
         try:
