@@ -16,6 +16,8 @@ from crawlyx.urls.normalize import normalize_url
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 RENDER_MODES = ("never", "auto", "always")  # -a render=: when pages go through the browser
+# -a job=: a job name, also a Redis key segment (crawlyx:{job}:...), so no ':' or '*'.
+JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 class ArgumentError(ValueError):
@@ -53,7 +55,7 @@ class CrawlArgs:
             normalize_url(start)
         except ValueError as exc:
             raise ArgumentError(f"start: {exc}") from None
-        if job is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", job):
+        if job is not None and not JOB_NAME.fullmatch(job):
             raise ArgumentError(
                 f"job: {job!r} is not a valid name; use letters, digits, '.', '_' or '-'"
             )

@@ -31,6 +31,9 @@ CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
 # `host` label value, the rest share `other`.
 CRAWLYX_METRICS_PORT = 0
 CRAWLYX_METRICS_HOSTS = 20
+# Days an unnamed crawl's job (its state in Redis) is kept after its last process stops,
+# to resume it with -a job=NAME; 0 keeps it until `scrapy jobs --drop`. Named jobs stay.
+CRAWLYX_JOB_TTL_DAYS = 7.0
 # The SSRF guard (crawlyx/policy/ssrf.py): only public addresses are fetched, plus the
 # start host's own when it is not public; no HTTP(S) proxy. True turns the guard off.
 CRAWLYX_ALLOW_PRIVATE = False

@@ -153,7 +153,7 @@ def test_missing_start(crawl):
     assert "start: required" in result.log
 
 
-def test_resume_after_clean_stop(site, crawl):
+def test_resume_after_clean_stop(site, crawl, redis_client):
     first = crawl(f"start={start_url(site)}", "job=resume-test", "max_pages=6")
     assert first.returncode == 0 and len(first.items) == 6
     second = crawl(f"start={start_url(site)}", "job=resume-test")
@@ -168,14 +168,42 @@ def test_resume_after_clean_stop(site, crawl):
     third = crawl(f"start={start_url(site)}", "job=resume-test")
     assert third.returncode == 0 and third.items == []
     assert dict(site.counts) == counts
+    # A named job never expires.
+    assert redis_client.ttl("crawlyx:resume-test:visited") == -1
 
 
-def test_run_without_job_is_fresh_and_leaves_no_keys(site, crawl, redis_client):
-    before = set(redis_client.scan_iter("crawlyx:run-*"))
+JOB_LINE = re.compile(r"crawlyx: job (\S+) \(resume with -a job=(\S+)\)")
+
+
+def job_name(log: str) -> str:
+    match = JOB_LINE.search(log)
+    assert match and match.group(1) == match.group(2), log[-2000:]
+    return match.group(1)
+
+
+def test_a_crawl_without_job_is_named_and_its_keys_expire(site, crawl, redis_client):
     first = crawl(f"start={start_url(site)}")
     second = crawl(f"start={start_url(site)}")
+    assert first.returncode == second.returncode == 0
+    # Each run is a fresh job, under a name of its own, logged at the start.
     assert set(first.urls) == set(second.urls) == site.expected_pages()
-    assert set(redis_client.scan_iter("crawlyx:run-*")) == before
+    name = job_name(first.log)
+    assert re.fullmatch(r"127\.0\.0\.1-\d{8}-\d{6}-[0-9a-f]{4}", name)
+    assert job_name(second.log) != name
+    # Its state is kept, for CRAWLYX_JOB_TTL_DAYS (7) after it stops.
+    week = 7 * 86400
+    keys = list(redis_client.scan_iter(f"crawlyx:{name}:*"))
+    assert len(keys) > 3
+    ttls = {key: redis_client.ttl(key) for key in keys}
+    kept = {key: ttl for key, ttl in ttls.items() if b":robots:" not in key}
+    assert all(week - 120 < ttl <= week for ttl in kept.values()), ttls
+    assert all(0 < ttl <= 86400 for key, ttl in ttls.items() if key not in kept)  # their own
+    # Resumed by name: nothing left to fetch, and it still expires.
+    before = dict(site.counts)
+    again = crawl(f"start={start_url(site)}", f"job={name}")
+    assert again.returncode == 0 and again.items == []
+    assert dict(site.counts) == before
+    assert week - 120 < redis_client.ttl(f"crawlyx:{name}:visited") <= week
 
 
 def test_progress_line_and_summary(crawl):
@@ -237,6 +265,7 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
         ({"CRAWLYX_WINDOW_MIN": 50}, "CRAWLYX_WINDOW_MIN (50) must be at least 1"),
         ({"CRAWLYX_BREADTH_MAX_BOTS": 0}, "CRAWLYX_BREADTH_MAX_BOTS"),
         ({"CRAWLYX_METRICS_PORT": 70000}, "CRAWLYX_METRICS_PORT (70000) must be a port"),
+        ({"CRAWLYX_JOB_TTL_DAYS": -1}, "CRAWLYX_JOB_TTL_DAYS (-1) must be 0 or more"),
     ],
 )
 def test_bad_settings_stop_the_crawl_with_one_line(site, crawl, setting, named):

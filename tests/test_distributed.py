@@ -8,6 +8,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from tests.conftest import crawl_command, crawl_env, read_items
 from tests.site import SiteServer
 
@@ -53,12 +55,14 @@ def test_two_processes_share_one_crawl(tmp_path, redis_url):
     assert all(part for part in items), [len(part) for part in items]
 
 
-def test_sigint_stops_gracefully_and_the_job_resumes(tmp_path, redis_url):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_pauses_the_job_and_its_name_resumes_it(tmp_path, redis_url, stop):
     settings = {"CRAWLYX_REDIS_URL": redis_url, **SLOW_HOST}
     with SiteServer(generated=60, latency=0.1) as site:
         first = tmp_path / "first.jsonl"
+        # No job name: the crawl gets one, and the pause line says how to resume it.
         proc = subprocess.Popen(
-            crawl_command(first, f"start={start_url(site)}", "job=interrupted", settings=settings),
+            crawl_command(first, f"start={start_url(site)}", settings=settings),
             cwd=tmp_path,
             env=crawl_env(),
             stderr=subprocess.PIPE,
@@ -67,22 +71,28 @@ def test_sigint_stops_gracefully_and_the_job_resumes(tmp_path, redis_url):
         deadline = time.monotonic() + 60
         while sum(site.counts.values()) < 25 and time.monotonic() < deadline:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         log = proc.communicate(timeout=60)[1]
         assert proc.returncode == 0, log[-2000:]
         assert "finished (shutdown)" in log
+        paused = re.search(r"crawlyx: paused; resume with -a job=(\S+)", log)
+        assert paused, log[-2000:]
+        job = paused.group(1)
+        assert f"crawlyx: job {job} (resume with -a job={job})" in log
         done_first = read_items(first)
         assert 0 < len(done_first) < len(site.expected_pages())
 
         second = tmp_path / "second.jsonl"
-        subprocess.run(
-            crawl_command(second, f"start={start_url(site)}", "job=interrupted", settings=settings),
+        resumed = subprocess.run(
+            crawl_command(second, f"start={start_url(site)}", f"job={job}", settings=settings),
             cwd=tmp_path,
             env=crawl_env(),
             capture_output=True,
+            text=True,
             timeout=120,
-            check=True,
         )
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        assert "crawlyx: paused" not in resumed.stderr
         urls = [item["url"] for item in done_first + read_items(second)]
     assert len(urls) == len(set(urls)), "a page was emitted twice"
     assert set(urls) == site.expected_pages()

@@ -38,6 +38,11 @@ KEY_PREFIX = "crawlyx"
 # Redis unreachable or stalled: the call may be tried again later.
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
 
+# Job keys that carry an expiry of their own, kept by State.expire_all: the heartbeats
+# (owner:{id}, crawlyx.frontier.visited) and robots.txt records and their fetch locks
+# (robots:{origin}, crawlyx.middlewares.robots).
+SELF_EXPIRING = ("owner:", "robots:")
+
 
 def client_options(settings) -> dict:
     """How the crawl's clients talk to Redis: each call bounded, retried with backoff
@@ -176,8 +181,9 @@ class State:
         self.job = job
         self.embedded = embedded
         self.prefix = f"{KEY_PREFIX}:{job}:"
-        # A crawl without a job name is a one-off: its keys go when it ends.
-        self.ephemeral = False
+        # Seconds the job's keys live on once its last process stops (0: until dropped);
+        # see crawlyx.frontier.jobs.
+        self.ttl = 0
 
     def key(self, name: str) -> str:
         return self.prefix + name
@@ -198,20 +204,55 @@ class State:
         embedded = embedded or EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
         return cls(embedded.connect(**client_options(settings)), job, embedded)
 
-    def delete_all(self) -> None:
-        """Remove every key of this job (SCAN, never KEYS)."""
-        batch = []
-        for key in self.client.scan_iter(match=self.prefix + "*", count=1000):
-            batch.append(key)
-            if len(batch) >= 1000:
-                self.client.delete(*batch)
-                batch.clear()
-        if batch:
-            self.client.delete(*batch)
+    def keys(self, batch: int = 1000):
+        """Every key of this job, in lists of up to ``batch`` (SCAN, never KEYS)."""
+        keys = []
+        for key in self.client.scan_iter(match=self.prefix + "*", count=batch):
+            keys.append(key)
+            if len(keys) >= batch:
+                yield keys
+                keys = []
+        if keys:
+            yield keys
+
+    def delete_all(self) -> int:
+        """Remove every key of this job; returns how many."""
+        removed = 0
+        for keys in self.keys():
+            removed += self.client.delete(*keys)
+        return removed
+
+    def expire_all(self, seconds: int | None) -> None:
+        """Every key of this job expires in ``seconds``, or never (None); those with an
+        expiry of their own (:data:`SELF_EXPIRING`) keep it."""
+        own = tuple((self.prefix + name).encode() for name in SELF_EXPIRING)
+        for keys in self.keys():
+            pipe = self.client.pipeline(transaction=False)
+            for key in keys:
+                if key.startswith(own):
+                    continue
+                if seconds is None:
+                    pipe.persist(key)
+                else:
+                    pipe.expire(key, seconds)
+            pipe.execute()
+
+    def owners(self) -> list[str]:
+        """The processes crawling this job: those whose heartbeat key (``owner:{id}``, see
+        crawlyx.frontier.visited) has not expired."""
+        start = len(self.key("owner:"))
+        return [
+            key.decode()[start:]
+            for key in self.client.scan_iter(match=self.key("owner:*"), count=1000)
+        ]
 
     def close(self) -> None:
-        if self.ephemeral:
-            self.delete_all()
+        try:
+            if self.ttl and not self.owners():
+                # The last process out: the job's keys expire unless it runs again.
+                self.expire_all(self.ttl)
+        except REDIS_DOWN as exc:
+            outage(None, "setting the job's expiry", exc)
         if self.embedded is not None:
             self.embedded.release(self.client)
         else:
@@ -252,7 +293,6 @@ def crawl_state(crawler) -> State:
             raise RuntimeError("crawlyx components need a spider with a job name")
         state = State.connect(crawler.settings, job, _embedded.pop(crawler, None))
         _states[crawler] = state
-        state.ephemeral = bool(getattr(spider, "ephemeral", False))
         # Closed last, after every component's spider_closed handler has run.
         crawler.signals.connect(state.close, signal=signals.engine_stopped)
     return state

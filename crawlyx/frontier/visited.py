@@ -372,15 +372,11 @@ class VisitedTable:
         """Retire the owners whose process ran where this one runs (same host, same PID
         namespace) and is gone, killed outright: their leases need not wait out the
         heartbeat TTL. A PID in use again counts as alive, which only means waiting."""
-        home, gone = _home(), []
-        for key in self.redis.scan_iter(match=self.owner_prefix + "*", count=1000):
-            owner = key.decode()[len(self.owner_prefix) :].rsplit("-", 2)  # home, pid, tag
-            if len(owner) == 3 and owner[0] == home and owner[1].isdigit():
-                if not running(int(owner[1])):
-                    gone.append(key)
-        if gone:
-            self.redis.delete(*gone)
-        return len(gone)
+        home = _home()
+        dead = [self.owner_prefix + owner for owner in self.state.owners() if gone(owner, home)]
+        if dead:
+            self.redis.delete(*dead)
+        return len(dead)
 
     def requeue_dead(self) -> int:
         self.sync()
@@ -408,6 +404,14 @@ class VisitedTable:
 
     def state_of(self, fp: str) -> bytes | None:
         return self.redis.hget(self.visited_key, fp)
+
+
+def gone(owner: str, home: str | None = None) -> bool:
+    """The process ``owner`` names ran where this one runs (``home``) and is gone."""
+    parts = owner.rsplit("-", 2)  # home, pid, tag
+    if len(parts) != 3 or parts[0] != (home or _home()) or not parts[1].isdigit():
+        return False  # elsewhere: only its heartbeat's expiry tells
+    return not running(int(parts[1]))
 
 
 def _home() -> str:

@@ -7,7 +7,6 @@ middlewares.
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
 from scrapy import Request, Spider, signals
@@ -22,6 +21,7 @@ from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.extensions.breadth import Breadth
 from crawlyx.extensions.metrics import Metrics
 from crawlyx.frontier.fingerprint import normalized_fingerprint
+from crawlyx.frontier.jobs import JobRun, generated_name, ttl_seconds
 from crawlyx.frontier.quota import PageQuota
 from crawlyx.frontier.state import crawl_state, start_embedded_redis
 from crawlyx.frontier.visited import LEASE_META, visited_table
@@ -40,9 +40,8 @@ class SiteSpider(Spider):
     def __init__(self, *args, **kwargs):
         self.args = CrawlArgs.parse(**kwargs)
         super().__init__(*args)
-        # Without a job name a crawl is a one-off: a fresh name, and keys removed at the end.
-        self.ephemeral = self.args.job is None
-        self.job = self.args.job or f"run-{uuid.uuid4().hex[:12]}"
+        # Every crawl is a job, resumable by name (see crawlyx.frontier.jobs).
+        self.job = self.args.job or generated_name(self.args.start)
         self.origin: str | None = None
         self.sitemap_max_bytes = 0
         self.closing = False
@@ -61,6 +60,7 @@ class SiteSpider(Spider):
         """Raise ``ValueError`` for a bad crawlyx setting, or arguments that cannot run
         with these settings (render=always without a browser), before anything starts."""
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
+        ttl_seconds(settings)
         if settings.getbool("CRAWLYX_WINDOW_ENABLED"):
             WindowMiddleware.check_settings(settings)
         if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
@@ -83,7 +83,8 @@ class SiteSpider(Spider):
         spider.traps = TrapRules.from_settings(settings)
         spider.pattern_traps = PatternTraps.from_settings(settings)
         spider.opt_out = OptOut.from_settings(settings)
-        spider.errors = ErrorLog(crawler, spider.args.errors, append=not spider.ephemeral)
+        spider.job_run = JobRun.from_crawler(crawler)
+        spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)

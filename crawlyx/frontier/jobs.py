@@ -1,0 +1,202 @@
+"""Jobs: every crawl is one, and its state outlives the process.
+
+A crawl's state (the visited table, the queue, the leases, robots.txt, ...) lives in
+Redis under ``crawlyx:{job}:``, so a crawl that stops (Ctrl-C, SIGTERM, ``max_pages``,
+a kill) goes on where it stopped when run again with ``-a job=NAME``. A crawl started
+without ``job`` is given a name: its host, its UTC start time and a short random tag (two
+crawls of a site started in the same second stay apart). The name is logged when the
+crawl starts, and again if it is paused.
+
+An unnamed job's keys expire ``CRAWLYX_JOB_TTL_DAYS`` after its last process stops:
+each run makes them persistent when it starts (nothing expires under a running crawl)
+and the last process out sets the expiry (keys with an expiry of their own, heartbeats
+and robots.txt records, keep it). A job its user named is kept until
+``scrapy jobs --drop NAME``. Whether a job expires is fixed by its first run: an
+unnamed job resumed by name still expires. A process killed outright sets no expiry;
+the job's keys stay until it is resumed or dropped.
+
+Each job has a record, ``crawlyx:{job}:job`` (a hash): the start URL, when it was
+created and last run, whether it expires, the pages emitted (each run adds its own
+when it stops) and why its last run stopped. ``scrapy jobs`` lists the records with
+the job's state, read from the frontier itself: *running* while a live process holds a
+heartbeat, *paused* while anything is left to fetch (queued, parked, or leased by a
+process that is gone), *finished* otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from scrapy import signals
+
+from crawlyx.arguments import JOB_NAME
+from crawlyx.frontier.state import KEY_PREFIX, REDIS_DOWN, State, crawl_state, outage
+from crawlyx.frontier.visited import VisitedTable, gone
+
+logger = logging.getLogger(__name__)
+
+RECORD = "job"  # crawlyx:{job}:job
+DAY = 86400
+
+
+def generated_name(start: str, now: datetime | None = None) -> str:
+    """A readable, fresh job name for a crawl of ``start``: host-YYYYmmdd-HHMMSS-tag."""
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", urlsplit(start).hostname or "")
+    host = host.strip(".-")[:60].rstrip(".-") or "crawl"
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    return f"{host}-{stamp}-{secrets.token_hex(2)}"
+
+
+def ttl_seconds(settings) -> int:
+    """``CRAWLYX_JOB_TTL_DAYS`` in seconds (0: unnamed jobs are kept until dropped)."""
+    days = settings.getfloat("CRAWLYX_JOB_TTL_DAYS")
+    if days < 0:
+        raise ValueError(f"CRAWLYX_JOB_TTL_DAYS ({days:g}) must be 0 or more")
+    return round(days * DAY)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class JobRun:
+    """One run of the crawl's job: the job's record when it starts and stops, its keys'
+    expiry, and the lines that name the job."""
+
+    def __init__(self, crawler, ttl: int):
+        self.crawler = crawler
+        self.ttl = ttl
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        run = cls(crawler, ttl_seconds(crawler.settings))
+        crawler.signals.connect(run.opened, signal=signals.spider_opened)
+        crawler.signals.connect(run.closed, signal=signals.spider_closed)
+        return run
+
+    def opened(self, spider):
+        logger.info("crawlyx: job %s (resume with -a job=%s)", spider.job, spider.job)
+        state = crawl_state(self.crawler)
+        record, now = state.key(RECORD), _now()
+        pipe = state.client.pipeline()
+        pipe.hsetnx(record, "start", spider.args.start)
+        pipe.hsetnx(record, "created", now)
+        pipe.hsetnx(record, "expires", int(spider.args.job is None))
+        pipe.hset(record, "last_run", now)
+        pipe.hget(record, "expires")
+        try:
+            if pipe.execute()[-1] == b"1":
+                state.expire_all(None)  # nothing expires under a running crawl
+                state.ttl = self.ttl  # set by the last process out (State.close)
+        except REDIS_DOWN as exc:  # the crawl waits for Redis; the job is kept, unexpiring
+            outage(self.crawler.stats, "recording the job", exc)
+
+    def closed(self, spider, reason):
+        try:
+            state = crawl_state(self.crawler)
+            record = state.key(RECORD)
+            pipe = state.client.pipeline()
+            pipe.hincrby(record, "pages", self.crawler.stats.get_value("item_scraped_count", 0))
+            pipe.hset(record, mapping={"last_run": _now(), "last_stop": reason})
+            pipe.execute()
+        except REDIS_DOWN as exc:
+            outage(self.crawler.stats, "recording the job", exc)
+        if reason == "shutdown":  # the first Ctrl-C or SIGTERM: what was in flight is done
+            logger.info("crawlyx: paused; resume with -a job=%s", spider.job)
+
+
+# -- scrapy jobs ------------------------------------------------------------------------
+
+
+def live_owners(state: State) -> list[str]:
+    """The processes crawling the job now (a heartbeat not expired, not known dead)."""
+    return [owner for owner in state.owners() if not gone(owner)]
+
+
+def job_names(client) -> list[str]:
+    """Every job with a key in Redis (one SCAN of the crawlyx namespace)."""
+    names = set()
+    for key in client.scan_iter(match=f"{KEY_PREFIX}:*", count=1000):
+        parts = key.decode(errors="replace").split(":", 2)
+        if len(parts) == 3 and JOB_NAME.fullmatch(parts[1]):
+            names.add(parts[1])
+    return sorted(names)
+
+
+def describe(state: State) -> dict:
+    """What ``scrapy jobs`` shows of one job."""
+    table = VisitedTable(state)  # its keys' names; nothing is sent
+    record_key = state.key(RECORD)
+    pipe = state.client.pipeline(transaction=False)
+    pipe.hgetall(record_key)
+    pipe.llen(table.queue_key)
+    pipe.llen(table.parked_key)
+    pipe.hlen(table.leases_key)
+    pipe.ttl(record_key)
+    pipe.ttl(table.visited_key)
+    raw, queued, parked, leased, record_ttl, visited_ttl = pipe.execute()
+    record = {k.decode(): v.decode(errors="replace") for k, v in raw.items()}
+    owners = live_owners(state)
+    if owners:
+        status = "running"
+    elif queued or parked or leased:
+        status = "paused"
+    else:
+        status = "finished"
+    ttl = record_ttl if raw else visited_ttl
+    return {
+        "job": state.job,
+        "state": status,
+        "processes": len(owners),
+        "start": record.get("start"),
+        "pages": int(record.get("pages", 0)),
+        "queued": queued + parked,
+        "leased": leased,
+        "created": record.get("created"),
+        "last_run": record.get("last_run"),
+        "last_stop": record.get("last_stop"),
+        "expires": record.get("expires") == "1",
+        "expires_in": ttl if ttl >= 0 else None,
+    }
+
+
+def list_jobs(client) -> list[dict]:
+    """Every job, the most recently run first."""
+    jobs = [describe(State(client, name)) for name in job_names(client)]
+    return sorted(jobs, key=lambda job: job["last_run"] or "", reverse=True)
+
+
+def _expiry(job: dict) -> str:
+    seconds = job["expires_in"]
+    if seconds is None:
+        return "after stop" if job["expires"] and job["state"] == "running" else "never"
+    days, rest = divmod(seconds, DAY)
+    hours, rest = divmod(rest, 3600)
+    if days:
+        return f"{days}d {hours}h"
+    return f"{hours}h {rest // 60}m" if hours else f"{rest // 60}m {rest % 60}s"
+
+
+def format_table(jobs: list[dict]) -> str:
+    if not jobs:
+        return "no jobs"
+    rows = [("job", "state", "pages", "queued", "leased", "last run (UTC)", "expires", "start")]
+    for job in jobs:
+        last = (job["last_run"] or "-").replace("T", " ").rstrip("Z")
+        rows.append(
+            (job["job"], job["state"], str(job["pages"]), str(job["queued"]),
+             str(job["leased"]), last, _expiry(job), job["start"] or "-")
+        )  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(width) if 2 <= i <= 4 else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=False))
+        ]
+        lines.append("  ".join([*cells, row[-1]]))
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""``scrapy jobs``: listing crawl jobs with their state and counts, and dropping one."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+
+from crawlyx.arguments import JOB_NAME
+from crawlyx.frontier.jobs import generated_name
+from tests.conftest import crawl_command, crawl_env, read_items
+from tests.site import SiteServer
+
+SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
+WEEK = 7 * 86400
+
+
+def start_url(site) -> str:
+    return f"http://127.0.0.1:{site.port}/start"
+
+
+def scrapy_jobs(redis_url, *args, cwd=None):
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "jobs",
+        *args,
+        "-s",
+        f"CRAWLYX_REDIS_URL={redis_url}",
+    ]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=crawl_env(), cwd=cwd, timeout=60
+    )
+
+
+def listed(redis_url, cwd) -> dict[str, dict]:
+    out = scrapy_jobs(redis_url, "--json", cwd=cwd)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return {job["job"]: job for job in json.loads(out.stdout)}
+
+
+def test_jobs_lists_a_finished_and_a_paused_job_and_drops_one(tmp_path, redis_url, redis_client):
+    settings = {"CRAWLYX_REDIS_URL": redis_url, **SLOW_HOST}
+    with SiteServer() as small:
+        done = tmp_path / "done.jsonl"
+        finished = subprocess.run(
+            crawl_command(done, f"start={start_url(small)}", settings=settings),
+            cwd=tmp_path, env=crawl_env(), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert finished.returncode == 0, finished.stderr[-2000:]
+    unnamed = re.search(r"crawlyx: job (\S+) \(resume", finished.stderr).group(1)
+
+    with SiteServer(generated=60, latency=0.1) as site:
+        paused_out = tmp_path / "paused.jsonl"
+        command = crawl_command(
+            paused_out, f"start={start_url(site)}", "job=jobs-paused", settings=settings
+        )
+        proc = subprocess.Popen(
+            command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while sum(site.counts.values()) < 15 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            running = listed(redis_url, tmp_path)["jobs-paused"]
+            assert running["state"] == "running" and running["processes"] == 1
+            # A running job is not dropped.
+            refused = scrapy_jobs(redis_url, "--drop", "jobs-paused", cwd=tmp_path)
+            assert refused.returncode == 1
+            assert "job jobs-paused is running (1 processes); stop it first" in refused.stderr
+            assert redis_client.exists("crawlyx:jobs-paused:visited")
+        finally:
+            proc.send_signal(signal.SIGINT)
+            log = proc.communicate(timeout=60)[1]
+        assert proc.returncode == 0, log[-2000:]
+
+    jobs = listed(redis_url, tmp_path)
+    ended = jobs[unnamed]
+    assert ended["state"] == "finished" and ended["last_stop"] == "finished"
+    assert ended["pages"] == len(read_items(done)) == len(small.expected_pages())
+    assert ended["queued"] == ended["leased"] == 0
+    assert ended["start"] == start_url(small)
+    assert ended["expires"] and WEEK - 120 < ended["expires_in"] <= WEEK
+
+    paused = jobs["jobs-paused"]
+    assert paused["state"] == "paused" and paused["last_stop"] == "shutdown"
+    assert paused["processes"] == 0
+    assert paused["pages"] == len(read_items(paused_out)) > 0
+    left = redis_client.llen("crawlyx:jobs-paused:queue")
+    left += redis_client.llen("crawlyx:jobs-paused:parked")
+    assert paused["queued"] == left > 0
+    assert paused["leased"] == 0  # the pause handed every lease back
+    assert not paused["expires"] and paused["expires_in"] is None
+    assert paused["last_run"] >= ended["last_run"]
+
+    table = scrapy_jobs(redis_url, cwd=tmp_path).stdout.splitlines()
+    assert table[0].split() == [
+        "job", "state", "pages", "queued", "leased", "last", "run", "(UTC)", "expires", "start",
+    ]  # fmt: skip
+    rows = {line.split()[0]: line.split() for line in table[1:]}
+    assert rows["jobs-paused"][1:5] == ["paused", str(paused["pages"]), str(left), "0"]
+    assert rows["jobs-paused"][7:] == ["never", start_url(site)]
+    assert rows[unnamed][1] == "finished" and rows[unnamed][7:9] == ["6d", "23h"]
+
+    dropped = scrapy_jobs(redis_url, "--drop", "jobs-paused", cwd=tmp_path)
+    assert dropped.returncode == 0, dropped.stderr
+    assert re.fullmatch(r"crawlyx: dropped job jobs-paused \(\d+ keys\)\n", dropped.stdout)
+    assert not list(redis_client.scan_iter("crawlyx:jobs-paused:*"))
+    assert "jobs-paused" not in listed(redis_url, tmp_path)
+    assert redis_client.exists(f"crawlyx:{unnamed}:visited")  # the other job is untouched
+
+    again = scrapy_jobs(redis_url, "--drop", "jobs-paused", cwd=tmp_path)
+    assert again.returncode == 1 and "no job jobs-paused" in again.stderr
+
+
+def test_drop_refuses_a_bad_name(tmp_path, redis_url, redis_client):
+    redis_client.set("crawlyx:_breadth:keep", 1)
+    out = scrapy_jobs(redis_url, "--drop", "_breadth", cwd=tmp_path)
+    assert out.returncode == 2 and "bad job name '_breadth'" in out.stderr
+    assert redis_client.get("crawlyx:_breadth:keep") == b"1"
+    assert "_breadth" not in listed(redis_url, tmp_path)
+    redis_client.delete("crawlyx:_breadth:keep")
+
+
+def test_generated_names_are_valid_job_names():
+    now = datetime(2026, 11, 30, 3, 15, 0, tzinfo=UTC)
+    name = generated_name("https://Docs.Example.com:8443/a?b=c", now)
+    assert re.fullmatch(r"docs\.example\.com-20261130-031500-[0-9a-f]{4}", name)
+    # Two crawls started in the same second get different names.
+    assert len({generated_name("https://docs.example.com/", now) for _ in range(8)}) > 1
+    for start in ("http://[::1]:8080/", "http://xn--bcher-kva.example/", "http://" + "a" * 90):
+        assert JOB_NAME.fullmatch(generated_name(start, now)), start
