@@ -2,28 +2,72 @@
 
 from __future__ import annotations
 
+from scrapy.addons import AddonManager
+from scrapy.crawler import Crawler
 from scrapy.settings import Settings
+from scrapy.spiders import Spider
+from scrapy.utils.test import get_crawler
 
+import crawlyx.settings
 from crawlyx.frontier.fingerprint import url_fingerprint
+from crawlyx.frontier.scheduler import Scheduler
 from crawlyx.frontier.state import redact
 
 
-def project_settings() -> Settings:
+def crawl_settings(module: str = "crawlyx.settings", **overrides) -> Settings:
+    """The settings a crawl of ``module``'s project runs with: its own, ``overrides`` as
+    with -s, then what its add-ons set (here without a spider: no rendering)."""
     settings = Settings()
-    settings.setmodule("crawlyx.settings")
-    return settings
+    settings.setmodule(module)
+    settings.setdict(overrides, priority="cmdline")
+    AddonManager.load_pre_crawler_settings(settings)
+    crawler = Crawler(Spider, settings)
+    crawler.addons.load_settings(crawler.settings)
+    return crawler.settings
 
 
 def test_remote_control_is_off():
     # Scrapy 2.19's RemoteControl executes posted Python code.
-    assert project_settings().getbool("REMOTE_CONTROL_ENABLED") is False
+    settings = crawl_settings()
+    assert settings.getbool("REMOTE_CONTROL_ENABLED") is False
+    assert settings.getdict("EXTENSIONS")["scrapy.extensions.remote_control.RemoteControl"] is None
 
 
-def test_scheduler_and_fingerprinter_are_crawlyx():
-    settings = project_settings()
+def test_the_addon_wires_the_components():
+    settings = crawl_settings()
     assert settings["SCHEDULER"] == "crawlyx.frontier.scheduler.Scheduler"
     assert settings["REQUEST_FINGERPRINTER_CLASS"] == "crawlyx.frontier.fingerprint.Fingerprinter"
-    assert settings.getint("SCHEDULER_IDLE_BEFORE_CLOSE") == 0
+    assert settings["TWISTED_DNS_RESOLVER"] == "crawlyx.policy.ssrf.SSRFResolver"
+    middlewares = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    assert middlewares["crawlyx.middlewares.window.WindowMiddleware"] == 950
+    assert middlewares["scrapy.downloadermiddlewares.redirect.RedirectMiddleware"] is None
+    assert settings.getdict("ITEM_PIPELINES") == {
+        "crawlyx.pipelines.markdown.MarkdownPipeline": 300
+    }
+    assert settings.getdict("FEED_STORAGES")["file"] == "crawlyx.feeds.FileFeedStorage"
+    # Nothing is installed for the browser without a crawl that may render.
+    assert "http" not in settings.getdict("DOWNLOAD_HANDLERS")
+    # The project's settings keep the defaults; the add-on the wiring.
+    assert "SCHEDULER" not in vars(crawlyx.settings)
+    assert "DOWNLOADER_MIDDLEWARES" not in vars(crawlyx.settings)
+
+
+def test_the_projects_settings_and_the_command_line_beat_the_addon():
+    settings = crawl_settings(
+        DOWNLOADER_MIDDLEWARES={"crawlyx.middlewares.robots.RobotsMiddleware": None},
+        ROBOTSTXT_OBEY=True,
+    )
+    middlewares = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    assert middlewares["crawlyx.middlewares.robots.RobotsMiddleware"] is None
+    assert middlewares["crawlyx.middlewares.ssrf.SSRFMiddleware"] == 50
+    assert settings.getbool("ROBOTSTXT_OBEY") is True
+
+
+def test_scheduler_idle_before_close_does_nothing():
+    # scrapy-redis blocks the reactor in BRPOP when it is above 0; crawlyx's scheduler
+    # pops from the visited table and never reads it.
+    crawler = get_crawler(Spider, {"SCHEDULER_IDLE_BEFORE_CLOSE": 5})
+    assert Scheduler.from_crawler(crawler).idle_before_close == 0
 
 
 def test_fingerprints_are_taken_on_the_normalized_url():
