@@ -68,6 +68,7 @@ CRAWLYX_TRAP_PATTERN_SIMILARITY = 0.9  # estimated Jaccard of word 3-shingles: n
 CRAWLYX_TRAP_PATTERN_BUDGET = 10_000
 # Rendering (-a render=never|auto|always; crawlyx/render/__init__.py): Debian's Chromium through
 # scrapy-playwright, whose download handlers are installed only when a crawl may render.
+CRAWLYX_RENDER = "auto"  # the render mode of a crawl run without -a render=
 CRAWLYX_CHROMIUM_PATH = "/usr/lib/chromium/chromium"
 CRAWLYX_RENDER_MAX_PAGES = 4  # browser pages open at once (one browser context)
 CRAWLYX_RENDER_TIMEOUT = 30.0  # seconds for a page's navigation in the browser
@@ -85,15 +86,13 @@ CRAWLYX_BREADTH_MAX_BOTS = 64  # sketches per process per day; more bots share ~
 CRAWLYX_BREADTH_READ_CAP = 4096  # rows `scrapy breadth` reads before saying truncated
 CRAWLYX_BREADTH_BOTS = None  # None: crawlyx.breadth.bots.DEFAULT_BOTS; {name: regex}
 
-# --- the frontier: scrapy-redis's scheduler over the visited table -------------------
-SCHEDULER = "crawlyx.frontier.scheduler.Scheduler"
-REQUEST_FINGERPRINTER_CLASS = "crawlyx.frontier.fingerprint.Fingerprinter"
-SCHEDULER_IDLE_BEFORE_CLOSE = 0  # > 0 makes scrapy-redis block the reactor in BRPOP
+# The components (scheduler, middlewares, pipeline, extensions, the SSRF guard's DNS
+# resolver, the asyncio reactor...) are wired by the add-on, below these settings.
+ADDONS = {"crawlyx.addon.Addon": 0}
 
 # --- fetching ------------------------------------------------------------------------
-TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-CONCURRENT_REQUESTS = 64  # above CRAWLYX_WINDOW_MAX, so one host can use its whole window
-CONCURRENT_REQUESTS_PER_DOMAIN = 40  # = CRAWLYX_WINDOW_MAX: the window does the limiting
+# No CONCURRENT_REQUESTS / CONCURRENT_REQUESTS_PER_DOMAIN: the window (CRAWLYX_WINDOW_*)
+# sets both, per host and in total; with it off, Scrapy's own limits (16 and 8) apply.
 DOWNLOAD_DELAY = 0
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
@@ -103,53 +102,8 @@ DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 CONCURRENT_ITEMS = 16
 RETRY_TIMES = 2
 REDIRECT_MAX_TIMES = 10
-ROBOTSTXT_OBEY = False  # crawlyx's RobotsMiddleware replaces Scrapy's
 COOKIES_ENABLED = False
 
-# The address checked is the address connected to: the SSRF guard's resolver answers the
-# HTTP handler's only lookup (TWISTED_DNS_RESOLVER replaces the deprecated DNS_RESOLVER).
-TWISTED_DNS_RESOLVER = "crawlyx.policy.ssrf.SSRFResolver"
-
-DOWNLOADER_MIDDLEWARES = {
-    # Before robots.txt (a refused host gets no robots.txt request) and HttpProxyMiddleware.
-    "crawlyx.middlewares.ssrf.SSRFMiddleware": 50,
-    "crawlyx.middlewares.robots.RobotsMiddleware": 100,
-    # The last before the downloader: after the robots middleware (100), so robots.txt
-    # and its Crawl-delay are known; its gate hands a request straight to its slot;
-    # and its process_exception sees every failed attempt before RetryMiddleware
-    # (550) turns it into a retry.
-    "crawlyx.middlewares.window.WindowMiddleware": 950,
-    # Every redirect hop is held to the crawl's scope, allow/deny and trap rules.
-    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
-    "crawlyx.middlewares.redirect.MetaRefreshMiddleware": 580,
-    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
-    "crawlyx.middlewares.redirect.RedirectMiddleware": 600,
-}
-SPIDER_MIDDLEWARES = {
-    "crawlyx.middlewares.lease.LeaseMiddleware": 10,
-    # Depth is set by the spider itself (sitemap-listed pages are depth 1).
-    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
-}
-ITEM_PIPELINES = {
-    "crawlyx.pipelines.markdown.MarkdownPipeline": 300,
-}
-EXTENSIONS = {
-    "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it
-    "scrapy.extensions.telnet.TelnetConsole": None,
-    # Off (REMOTE_CONTROL_ENABLED below); not even loaded: it imports aiohttp's web server.
-    "scrapy.extensions.remote_control.RemoteControl": None,
-    "crawlyx.extensions.progress.Progress": 500,
-    "crawlyx.extensions.breadth.Breadth": 510,
-    "crawlyx.extensions.metrics.Metrics": 520,
-    "crawlyx.extensions.report.Report": 530,
-}
-
-# Scrapy 2.19's RemoteControl executes posted Python code: never on in crawlyx.
-REMOTE_CONTROL_ENABLED = False
-TELNETCONSOLE_ENABLED = False
-
 FEED_EXPORT_ENCODING = "utf-8"
-# Local feed files get each item at once, not when a buffer fills (crawlyx/feeds.py).
-FEED_STORAGES = {"": "crawlyx.feeds.FileFeedStorage", "file": "crawlyx.feeds.FileFeedStorage"}
 FEED_EXPORT_FIELDS = list(PAGE_FIELDS)
 LOG_LEVEL = "INFO"

@@ -2,28 +2,173 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scrapy.addons import AddonManager
+from scrapy.crawler import Crawler
 from scrapy.settings import Settings
+from scrapy.spiders import Spider
+from scrapy.utils.test import get_crawler
 
+import crawlyx.settings
+from crawlyx.addon import Addon
 from crawlyx.frontier.fingerprint import url_fingerprint
+from crawlyx.frontier.scheduler import Scheduler
 from crawlyx.frontier.state import redact
+from tests.conftest import crawl_command, crawl_env, read_items
+from tests.site import SiteServer
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def project_settings() -> Settings:
+def crawl_settings(module: str = "crawlyx.settings", **overrides) -> Settings:
+    """The settings a crawl of ``module``'s project runs with: its own, ``overrides`` as
+    with -s, then what its add-ons set (here without a spider: no rendering)."""
     settings = Settings()
-    settings.setmodule("crawlyx.settings")
-    return settings
+    settings.setmodule(module)
+    settings.setdict(overrides, priority="cmdline")
+    AddonManager.load_pre_crawler_settings(settings)
+    crawler = Crawler(Spider, settings)
+    crawler.addons.load_settings(crawler.settings)
+    return crawler.settings
 
 
 def test_remote_control_is_off():
     # Scrapy 2.19's RemoteControl executes posted Python code.
-    assert project_settings().getbool("REMOTE_CONTROL_ENABLED") is False
+    settings = crawl_settings()
+    assert settings.getbool("REMOTE_CONTROL_ENABLED") is False
+    assert settings.getdict("EXTENSIONS")["scrapy.extensions.remote_control.RemoteControl"] is None
 
 
-def test_scheduler_and_fingerprinter_are_crawlyx():
-    settings = project_settings()
+def test_the_addon_wires_the_components():
+    settings = crawl_settings()
     assert settings["SCHEDULER"] == "crawlyx.frontier.scheduler.Scheduler"
     assert settings["REQUEST_FINGERPRINTER_CLASS"] == "crawlyx.frontier.fingerprint.Fingerprinter"
-    assert settings.getint("SCHEDULER_IDLE_BEFORE_CLOSE") == 0
+    assert settings["TWISTED_DNS_RESOLVER"] == "crawlyx.policy.ssrf.SSRFResolver"
+    middlewares = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    assert middlewares["crawlyx.middlewares.window.WindowMiddleware"] == 950
+    assert middlewares["scrapy.downloadermiddlewares.redirect.RedirectMiddleware"] is None
+    assert settings.getdict("ITEM_PIPELINES") == {
+        "crawlyx.pipelines.markdown.MarkdownPipeline": 300
+    }
+    assert settings.getdict("FEED_STORAGES")["file"] == "crawlyx.feeds.FileFeedStorage"
+    # Nothing is installed for the browser without a crawl that may render.
+    assert "http" not in settings.getdict("DOWNLOAD_HANDLERS")
+    # The project's settings keep the defaults; the add-on the wiring.
+    assert "SCHEDULER" not in vars(crawlyx.settings)
+    assert "DOWNLOADER_MIDDLEWARES" not in vars(crawlyx.settings)
+
+
+def test_the_projects_settings_and_the_command_line_beat_the_addon():
+    settings = crawl_settings(
+        DOWNLOADER_MIDDLEWARES={"crawlyx.middlewares.robots.RobotsMiddleware": None},
+        ROBOTSTXT_OBEY=True,
+    )
+    middlewares = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    assert middlewares["crawlyx.middlewares.robots.RobotsMiddleware"] is None
+    assert middlewares["crawlyx.middlewares.ssrf.SSRFMiddleware"] == 50
+    assert settings.getbool("ROBOTSTXT_OBEY") is True
+
+
+def test_scheduler_idle_before_close_does_nothing():
+    # scrapy-redis blocks the reactor in BRPOP when it is above 0; crawlyx's scheduler
+    # pops from the visited table and never reads it.
+    crawler = get_crawler(Spider, {"SCHEDULER_IDLE_BEFORE_CLOSE": 5})
+    assert Scheduler.from_crawler(crawler).idle_before_close == 0
+
+
+# -- profiles (settings/) -------------------------------------------------------------
+
+# Every setting each profile changes (the first one is read through `scrapy settings`).
+PROFILES = {
+    "local": {"CRAWLYX_REDIS_URL": ""},
+    "shared": {
+        "CRAWLYX_REDIS_URL": "redis://127.0.0.1:6379/0",
+        "CRAWLYX_REDIS_TIMEOUT": 10.0,
+        "CRAWLYX_MARKDOWN_WORKERS": 2,
+    },
+    "fragile": {
+        "CRAWLYX_WINDOW_MAX": 2,
+        "CRAWLYX_WINDOW_MIN": 1,
+        "CRAWLYX_WINDOW_START": 1,
+        "CRAWLYX_WINDOW_GROW_AFTER": 50,
+        "CRAWLYX_WINDOW_SLOW_SECONDS": 20.0,
+        "DOWNLOAD_DELAY": 2.0,
+        "DOWNLOAD_TIMEOUT": 90,
+        "RETRY_TIMES": 4,
+        "CRAWLYX_ROBOTS_RETRY_FOR": 600.0,
+    },
+    "render": {
+        "CRAWLYX_RENDER": "always",
+        "CRAWLYX_RENDER_WAIT_UNTIL": "networkidle",
+        "CRAWLYX_RENDER_TIMEOUT": 60.0,
+        "CRAWLYX_WINDOW_MAX": 8,
+    },
+    "scrapyd": {
+        "CRAWLYX_MARKDOWN_WORKERS": 1,
+        "CRAWLYX_PROGRESS_INTERVAL": 60.0,
+        "CRAWLYX_WINDOW_RETRY_AFTER_MAX": 120.0,
+    },
+}
+
+
+def scrapy_settings(name: str, env: dict, cwd: Path = ROOT) -> str:
+    """``scrapy settings --get name``, as a user runs it."""
+    env = {**crawl_env(), **env}
+    env.pop("CRAWLYX_REDIS_URL", None)
+    if "SCRAPY_PROJECT" in env:
+        env.pop("SCRAPY_SETTINGS_MODULE")
+    command = [sys.executable, "-m", "scrapy", "settings", "--get", name]
+    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_a_profile_is_picked_with_scrapy_project(profile):
+    # scrapy.cfg's [settings] section names each profile.
+    name, value = next(iter(PROFILES[profile].items()))
+    assert scrapy_settings(name, {"SCRAPY_PROJECT": profile}) == str(value)
+
+
+def test_a_profile_is_picked_with_scrapy_settings_module(tmp_path):
+    # Anywhere, not only in the checkout's folder: the profiles are a package.
+    env = {"SCRAPY_SETTINGS_MODULE": "settings.fragile"}
+    assert scrapy_settings("CRAWLYX_WINDOW_MAX", env, cwd=tmp_path) == "2"
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_a_profile_changes_its_settings_only_and_checks_out(profile, monkeypatch):
+    monkeypatch.delenv("CRAWLYX_REDIS_URL", raising=False)
+    base = crawl_settings()
+    settings = crawl_settings(f"settings.{profile}")
+    changed = {name for name, value in settings.items() if value != base[name]}
+    assert changed == {name for name, value in PROFILES[profile].items() if value != base[name]}
+    assert {name: settings[name] for name in PROFILES[profile]} == PROFILES[profile]
+    assert settings["SCHEDULER"] == "crawlyx.frontier.scheduler.Scheduler"  # still crawlyx
+    Addon.check_settings(settings)  # the crawl would start
+
+
+def test_a_crawl_with_a_profile(redis_url, tmp_path):
+    # The shared profile, on the Redis named by the environment (no -s).
+    out = tmp_path / "pages.jsonl"
+    env = {
+        **crawl_env(),
+        "SCRAPY_SETTINGS_MODULE": "settings.shared",
+        "CRAWLYX_REDIS_URL": redis_url,
+    }
+    with SiteServer() as site:
+        command = crawl_command(out, f"start=http://127.0.0.1:{site.port}/start", "max_pages=3")
+        proc = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(read_items(out)) == 3
+    assert f"Using Redis at {redis_url}" in proc.stderr
+    assert not (tmp_path / ".crawlyx").exists()  # no embedded Redis
 
 
 def test_fingerprints_are_taken_on_the_normalized_url():

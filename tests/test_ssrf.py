@@ -670,10 +670,9 @@ def test_guard_refuses_a_resolver_or_handler_it_does_not_control():
 
 
 def test_project_settings_wire_the_guard():
-    from scrapy.settings import Settings
+    from tests.test_settings import crawl_settings
 
-    settings = Settings()
-    settings.setmodule("crawlyx.settings")
+    settings = crawl_settings()  # the add-on wires it
     assert settings["TWISTED_DNS_RESOLVER"] == "crawlyx.policy.ssrf.SSRFResolver"
     assert settings.getbool("CRAWLYX_ALLOW_PRIVATE") is False
     mws = settings.getwithbase("DOWNLOADER_MIDDLEWARES")

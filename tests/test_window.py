@@ -327,8 +327,8 @@ def test_a_slow_host_shrinks_the_window_to_the_minimum(crawl):
 
 
 def test_never_more_requests_in_flight_than_the_window(crawl):
-    # 40 pages that each take 0.15 s, all known at once: without the window the slot
-    # would allow CONCURRENT_REQUESTS_PER_DOMAIN (40) of them at a time.
+    # 40 pages that each take 0.15 s, all known at once: without the window's gate the
+    # slot would let all that CONCURRENT_REQUESTS allows through at a time.
     pages = [f"/p{i}" for i in range(40)]
 
     def respond(path, hit):

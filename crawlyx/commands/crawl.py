@@ -1,6 +1,6 @@
 """``scrapy crawl``, with the spider's arguments checked before anything starts.
 
-A bad argument, or a setup the SSRF guard cannot protect (a proxy), ends the command
+A bad argument or setting, or a setup the SSRF guard cannot protect (a proxy), ends the command
 with one line naming it and what is accepted, before the crawler, Redis, the pool or a
 single request exists (exit status 2). A crawl that emits nothing because its start URL
 failed exits with status 1.
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import sys
 
+from scrapy.addons import AddonManager
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.spiderloader import get_spider_loader
 
+from crawlyx.addon import Addon
 from crawlyx.middlewares.ssrf import check_configuration
 from crawlyx.policy.ssrf import SSRFGuardError
 
@@ -32,9 +34,13 @@ class Command(ScrapyCrawl):
 
     def process_options(self, args, opts):
         super().process_options(args, opts)
-        if not self.settings.getbool("CRAWLYX_ALLOW_PRIVATE"):
+        # The settings as the crawler process will have them (the DNS resolver is the
+        # add-on's); the add-on's other settings are below the project's, never in the way.
+        settings = self.settings.copy()
+        AddonManager.load_pre_crawler_settings(settings)
+        if not settings.getbool("CRAWLYX_ALLOW_PRIVATE"):
             try:
-                check_configuration(self.settings)
+                check_configuration(settings)
             except SSRFGuardError as exc:
                 print(exc, file=sys.stderr)
                 sys.exit(2)
@@ -52,10 +58,10 @@ class Command(ScrapyCrawl):
             print(f"crawlyx: bad argument {exc}", file=sys.stderr)
             sys.exit(2)
         check_settings = getattr(loader.load(args[0]), "check_settings", None)
-        if check_settings is None:
-            return
-        try:  # e.g. render=always without a browser
-            check_settings(opts.spargs, self.settings)
+        try:  # each component's own settings; render=always without a browser
+            Addon.check_settings(settings)
+            if check_settings is not None:
+                check_settings(opts.spargs, settings)
         except ValueError as exc:
             print(f"crawlyx: {exc}", file=sys.stderr)
             sys.exit(2)

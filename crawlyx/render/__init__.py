@@ -1,6 +1,6 @@
 """Rendering pages in a browser: Debian's Chromium, driven through scrapy-playwright.
 
-``-a render=`` says when a page goes through the browser:
+``-a render=`` (``CRAWLYX_RENDER`` without it) says when a page goes through the browser:
 
 - ``never``: plain HTTP only; no browser, no driver, no download handler.
 - ``auto`` (default): plain HTTP first; a page whose HTML is an empty JavaScript shell
@@ -29,6 +29,8 @@ import json
 import logging
 import os
 from urllib.parse import urlsplit
+
+from crawlyx.arguments import RENDER_MODES, CrawlArgs
 
 logger = logging.getLogger(__name__)
 
@@ -105,11 +107,23 @@ def check(mode: str, settings) -> None:
         raise RenderUnavailable(f"render=always: {_missing(path)}")
 
 
-def configure(crawler, mode: str) -> str:
-    """The render mode the crawl runs with, its download handlers installed if it may
-    render. Called from the spider's ``from_crawler``: the crawler's settings are
-    frozen only after the spider exists, before the downloader is built."""
-    settings = crawler.settings
+def requested(arguments: dict, settings) -> str:
+    """The render mode asked for: ``-a render=`` (checked with the other arguments), or
+    ``CRAWLYX_RENDER`` without it."""
+    if arguments.get("render"):
+        return CrawlArgs.parse(**arguments).render
+    mode = settings.get("CRAWLYX_RENDER") or "auto"
+    if mode not in RENDER_MODES:
+        raise RenderUnavailable(
+            f"CRAWLYX_RENDER must be one of {', '.join(RENDER_MODES)}, not {mode!r}"
+        )
+    return mode
+
+
+def run_mode(mode: str, settings) -> str:
+    """The render mode a crawl asked for ``mode`` runs with: ``never`` for ``auto``
+    without a browser. The spider decides it; the add-on (:mod:`crawlyx.addon`) then
+    installs the browser's download handlers (:func:`install`) when it is not never."""
     check(mode, settings)
     if mode == "never":
         return mode
@@ -117,16 +131,28 @@ def configure(crawler, mode: str) -> str:
     if not browser_available(path):  # auto: plain HTTP only
         logger.warning("render=auto: %s; pages are not rendered", _missing(path))
         return "never"
-    if settings.frozen:  # a spider built outside Crawler.crawl (a test, a tool)
-        handlers = settings.getdict("DOWNLOAD_HANDLERS")
-        if handlers.get("http") == handlers.get("https") == HANDLER:
-            return mode
+    if settings.frozen and not installed(settings):
+        # A spider built after the add-ons ran (a test, a tool): no handlers for it.
         if mode == "always":
             raise RenderUnavailable("render=always: settings frozen before the spider existed")
         logger.warning("render=auto: settings frozen before the spider existed; no rendering")
         return "never"
-    priority = "spider"  # above the project's settings, below -s on the command line
-    settings.set("DOWNLOAD_HANDLERS", {"http": HANDLER, "https": HANDLER}, priority=priority)
+    return mode
+
+
+def installed(settings) -> bool:
+    """The browser's download handlers are the crawl's, for http and https."""
+    handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
+    return handlers.get("http") == handlers.get("https") == HANDLER
+
+
+def install(settings, mode: str) -> None:
+    """Install the browser's download handlers and scrapy-playwright's settings, at the
+    add-on's priority (the project's settings and -s stay above)."""
+    handlers = settings["DOWNLOAD_HANDLERS"]
+    for scheme in ("http", "https"):
+        handlers.set(scheme, HANDLER, priority="addon")
+    path = chromium_path(settings)
     playwright = {
         "PLAYWRIGHT_BROWSER_TYPE": "chromium",
         "PLAYWRIGHT_LAUNCH_OPTIONS": launch_options(path),
@@ -137,14 +163,13 @@ def configure(crawler, mode: str) -> str:
         "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER": True,
     }
     for name, value in playwright.items():
-        settings.set(name, value, priority=priority)
+        settings.set(name, value, priority="addon")
     logger.info(
         "Rendering: %s, Chromium at %s, %d pages at once",
         mode,
         path,
         settings.getint("CRAWLYX_RENDER_MAX_PAGES"),
     )
-    return mode
 
 
 def launch_options(path: str, euid: int | None = None) -> dict:

@@ -16,19 +16,16 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
-from crawlyx.content.workers import PageWorkers, page_workers
+from crawlyx.content.workers import page_workers
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
-from crawlyx.extensions.breadth import Breadth
-from crawlyx.extensions.metrics import Metrics
 from crawlyx.frontier.fingerprint import normalized_fingerprint
-from crawlyx.frontier.jobs import JobRun, generated_name, ttl_seconds
+from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
-from crawlyx.frontier.state import crawl_state, start_embedded_redis
+from crawlyx.frontier.state import crawl_state
 from crawlyx.frontier.visited import LEASE_META, visited_table
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
-from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.policy.optout import OptOut
 from crawlyx.urls.normalize import normalize_url, url_origin
 from crawlyx.urls.traps import PatternTraps, TrapRules
@@ -45,7 +42,7 @@ class SiteSpider(Spider):
         self.origin: str | None = None
         self.sitemap_max_bytes = 0
         self.closing = False
-        self.render_mode = self.args.render  # as run: "never" when auto finds no browser
+        self.render_mode = "never"  # as run, from -a render or CRAWLYX_RENDER (from_crawler)
         self.browser_meta: dict = {}
         self.quota: PageQuota | None = None
         self.start_failure: tuple[str, str] | None = None  # (class, detail)
@@ -57,29 +54,19 @@ class SiteSpider(Spider):
 
     @classmethod
     def check_settings(cls, arguments: dict, settings) -> None:
-        """Raise ``ValueError`` for a bad crawlyx setting, or arguments that cannot run
-        with these settings (render=always without a browser), before anything starts."""
-        PageWorkers.from_settings(settings)  # starts nothing until a page is read
-        ttl_seconds(settings)
-        if settings.getbool("CRAWLYX_WINDOW_ENABLED"):
-            WindowMiddleware.check_settings(settings)
-        if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
-            Breadth.check_settings(settings)
-        Metrics.check_settings(settings)
-        render.check(CrawlArgs.parse(**arguments).render, settings)
+        """Raise ``ValueError`` for arguments that cannot run with these settings
+        (render=always without a browser), before anything starts."""
+        render.check(render.requested(arguments, settings), settings)
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        # First: it may install the browser's download handlers, or refuse to start.
-        spider.render_mode = render.configure(crawler, spider.args.render)
+        # The add-on (crawlyx/addon.py) installs the browser's handlers unless "never".
+        spider.render_mode = render.run_mode(render.requested(kwargs, settings), settings)
         spider.browser_meta = render.browser_meta(settings)
         spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
         spider.workers = page_workers(crawler)  # settings checked before the crawl starts
-        # Both take a while to boot: start them now, while Scrapy builds the crawler.
-        start_embedded_redis(crawler)
-        spider.workers.warm_up()
         spider.traps = TrapRules.from_settings(settings)
         spider.pattern_traps = PatternTraps.from_settings(settings)
         spider.opt_out = OptOut.from_settings(settings)

@@ -1,0 +1,136 @@
+"""crawlyx's components, wired into a crawl by one Scrapy add-on.
+
+``ADDONS = {"crawlyx.addon.Addon": 0}`` (crawlyx/settings.py) is what makes a crawl a
+crawlyx crawl: the scheduler over the visited table, the SSRF guard's resolver, the
+downloader and spider middlewares, the markdown pipeline, the extensions. Every one of
+them is set at the add-on's priority, below the project's settings: a profile or
+``-s`` can still replace one, or turn it off (``{"crawlyx.middlewares.robots.RobotsMiddleware":
+None}`` in ``DOWNLOADER_MIDDLEWARES``). The settings each component reads are its own
+``CRAWLYX_*`` settings (crawlyx/settings.py), checked by the component itself.
+
+Scrapy builds a crawl's spider first, then applies the add-ons, then builds every other
+component (Crawler.crawl in Scrapy 2.19). So the add-on sees the spider's arguments
+through the spider: the browser's download handlers are installed only when the crawl
+may render, and the slow parts (the embedded Redis, the page workers) start booting
+here, while Scrapy builds the rest.
+"""
+
+from __future__ import annotations
+
+from crawlyx import render
+from crawlyx.content.workers import PageWorkers, page_workers
+from crawlyx.frontier.state import start_embedded_redis
+
+# Read by the crawler process before any crawler (and its add-ons) exists.
+PRE_CRAWLER_SETTINGS = {
+    # scrapy-playwright (rendering) runs only on the asyncio reactor.
+    "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+    # The address checked is the address connected to: the SSRF guard's resolver answers
+    # the HTTP handler's only lookup (TWISTED_DNS_RESOLVER replaces the deprecated
+    # DNS_RESOLVER).
+    "TWISTED_DNS_RESOLVER": "crawlyx.policy.ssrf.SSRFResolver",
+}
+
+SETTINGS = {
+    "SCHEDULER": "crawlyx.frontier.scheduler.Scheduler",
+    "REQUEST_FINGERPRINTER_CLASS": "crawlyx.frontier.fingerprint.Fingerprinter",
+    "ROBOTSTXT_OBEY": False,  # crawlyx's RobotsMiddleware replaces Scrapy's
+    # Scrapy 2.19's RemoteControl executes posted Python code: never on in crawlyx.
+    "REMOTE_CONTROL_ENABLED": False,
+    "TELNETCONSOLE_ENABLED": False,
+}
+
+COMPONENTS = {
+    "DOWNLOADER_MIDDLEWARES": {
+        # Before robots.txt (a refused host gets no robots.txt request) and HttpProxyMiddleware.
+        "crawlyx.middlewares.ssrf.SSRFMiddleware": 50,
+        "crawlyx.middlewares.robots.RobotsMiddleware": 100,
+        # The last before the downloader: after the robots middleware (100), so robots.txt
+        # and its Crawl-delay are known; its gate hands a request straight to its slot;
+        # and its process_exception sees every failed attempt before RetryMiddleware
+        # (550) turns it into a retry.
+        "crawlyx.middlewares.window.WindowMiddleware": 950,
+        # Every redirect hop is held to the crawl's scope, allow/deny and trap rules.
+        "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+        "crawlyx.middlewares.redirect.MetaRefreshMiddleware": 580,
+        "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+        "crawlyx.middlewares.redirect.RedirectMiddleware": 600,
+    },
+    "SPIDER_MIDDLEWARES": {
+        "crawlyx.middlewares.lease.LeaseMiddleware": 10,
+        # Depth is set by the spider itself (sitemap-listed pages are depth 1).
+        "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    },
+    "ITEM_PIPELINES": {
+        "crawlyx.pipelines.markdown.MarkdownPipeline": 300,
+    },
+    "EXTENSIONS": {
+        "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it
+        "scrapy.extensions.telnet.TelnetConsole": None,
+        # Off (REMOTE_CONTROL_ENABLED); not even loaded: it imports aiohttp's web server.
+        "scrapy.extensions.remote_control.RemoteControl": None,
+        "crawlyx.extensions.progress.Progress": 500,
+        "crawlyx.extensions.breadth.Breadth": 510,
+        "crawlyx.extensions.metrics.Metrics": 520,
+        "crawlyx.extensions.report.Report": 530,
+    },
+    # Local feed files get each item at once, not when a buffer fills (crawlyx/feeds.py).
+    "FEED_STORAGES": {
+        "": "crawlyx.feeds.FileFeedStorage",
+        "file": "crawlyx.feeds.FileFeedStorage",
+    },
+}
+
+
+def set_entries(settings, name: str, entries: dict) -> None:
+    """Each of ``entries`` in the dict setting ``name``, at the add-on's priority: an
+    entry the project or the command line set for the same key stays."""
+    values = settings[name]
+    for key, value in entries.items():
+        values.set(key, value, priority="addon")
+
+
+class Addon:
+    def __init__(self, crawler):
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    @classmethod
+    def update_pre_crawler_settings(cls, settings) -> None:
+        for name, value in PRE_CRAWLER_SETTINGS.items():
+            settings.set(name, value, priority="addon")
+
+    def update_settings(self, settings) -> None:
+        for name, value in SETTINGS.items():
+            settings.set(name, value, priority="addon")
+        for name, entries in COMPONENTS.items():
+            set_entries(settings, name, entries)
+        spider = self.crawler.spider
+        if spider is None:  # a crawler built for its components alone (a test, a tool)
+            return
+        if getattr(spider, "render_mode", "never") != "never":
+            render.install(settings, spider.render_mode)
+        # Both take a while to boot: start them now, while Scrapy builds the components.
+        start_embedded_redis(self.crawler)
+        page_workers(self.crawler).warm_up()
+
+    @staticmethod
+    def check_settings(settings) -> None:
+        """Raise ``ValueError`` (one line naming the setting) for a bad setting of a
+        component this add-on wires, before anything starts. Each component checks its
+        own, with the code it reads them with."""
+        from crawlyx.extensions.breadth import Breadth
+        from crawlyx.extensions.metrics import Metrics
+        from crawlyx.frontier.jobs import ttl_seconds
+        from crawlyx.middlewares.window import WindowMiddleware
+
+        PageWorkers.from_settings(settings)  # starts nothing until a page is read
+        ttl_seconds(settings)
+        Metrics.check_settings(settings)
+        if settings.getbool("CRAWLYX_WINDOW_ENABLED"):
+            WindowMiddleware.check_settings(settings)
+        if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
+            Breadth.check_settings(settings)
