@@ -17,7 +17,7 @@ import json
 
 from scrapy import Request
 
-from crawlyx.render import HTTP_PAGE_META, RENDER_META
+from crawlyx.render import HTTP_PAGE_META, RENDER_FAILED_META, RENDER_META
 
 METHODS = frozenset({"GET", "HEAD"})
 HEADERS = frozenset({"Referer"})  # set by Scrapy's RefererMiddleware from the spider's output
@@ -32,6 +32,7 @@ META = frozenset(
         "download_maxsize",  # sitemaps
         # rendering (crawlyx.render.browser_meta)
         RENDER_META,
+        RENDER_FAILED_META,
         HTTP_PAGE_META,
         "playwright",
         "playwright_page_goto_kwargs",

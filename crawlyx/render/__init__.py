@@ -39,6 +39,8 @@ HANDLER = "crawlyx.render.browser.BrowserHandler"  # scrapy-playwright's, shared
 # request.meta keys. RENDER_META: "browser" on a request for the browser, "fallback" on
 # the plain re-fetch after a failed render; either way the page is not rendered again.
 RENDER_META = "crawlyx_render"
+# Why the browser failed on a page fetched again over plain HTTP: recorded with the outcome.
+RENDER_FAILED_META = "crawlyx_render_failed"
 # The analyzed HTTP version of a page sent to the browser, emitted if the render fails.
 HTTP_PAGE_META = "crawlyx_http_page"
 # Kept only while this small (as JSON): requests go through Redis. A shell's analysis

@@ -161,6 +161,11 @@ class SiteSpider(Spider):
             # resumed job to fetch.
             self.visited.unlease(response.request)
             return
+        failed = response.meta.get(render.RENDER_FAILED_META)
+        if failed:  # the browser failed and plain HTTP did not: the page is read from it
+            self.errors.record(
+                normalize_url(response.url), "render", failed, response.meta.get("crawlyx_referrer")
+            )
         if response.meta.get("crawlyx_anchor"):
             origin = self._anchor(response)
             if self.args.sitemap:
@@ -305,11 +310,12 @@ class SiteSpider(Spider):
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta, dont_filter=True)
 
     def _render_failed(self, request, detail: str):
-        """The browser failed on ``request``: record it, and emit the HTTP version kept in
-        the request, or fetch it over plain HTTP (under the same lease) if none was."""
+        """The browser failed on ``request``: emit the HTTP version kept in the request
+        (and record the failure), or fetch it over plain HTTP (under the same lease) if none
+        was. The failure is then recorded with what that fetch gives: as ``render`` beside
+        the page, or in the detail of the fetch's own error, so a URL has one error class."""
         url = normalize_url(request.url)
         referrer = request.meta.get("crawlyx_referrer")
-        self.errors.record(url, "render", detail, referrer)
         self.crawler.stats.inc_value("crawlyx/render/failed")
         kept = request.meta.get(render.HTTP_PAGE_META)
         if kept is None:
@@ -317,12 +323,14 @@ class SiteSpider(Spider):
                 "depth": request.meta.get("depth", 0),
                 "crawlyx_referrer": referrer,
                 render.RENDER_META: "fallback",
+                render.RENDER_FAILED_META: detail[:500],
             }
             for key in ("crawlyx_anchor", LEASE_META):
                 if key in request.meta:
                     meta[key] = request.meta.pop(key)
             yield self._again(request.url, meta)
             return
+        self.errors.record(url, "render", detail, referrer)
         try:
             depth = request.meta.get("depth", 0)
             directives = set(kept["directives"])
@@ -372,6 +380,8 @@ class SiteSpider(Spider):
             return errback_output(self.crawler, request, self._render_failed(request, detail))
         error_class = classify(failure)
         referrer = request.meta.get("crawlyx_referrer")
+        if request.meta.get(render.RENDER_FAILED_META):
+            detail += f" (after the browser failed: {request.meta[render.RENDER_FAILED_META]})"
         # A refused redirect names the URLs it leaves unaccounted for (a loop's, all).
         for url in getattr(failure.value, "urls", None) or [request.url]:
             self.errors.record(url, error_class, detail, referrer)
