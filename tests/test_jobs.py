@@ -55,7 +55,9 @@ def test_jobs_lists_a_finished_and_a_paused_job_and_drops_one(tmp_path, redis_ur
         assert finished.returncode == 0, finished.stderr[-2000:]
     unnamed = re.search(r"crawlyx: job (\S+) \(resume", finished.stderr).group(1)
 
-    with SiteServer(generated=60, latency=0.1) as site:
+    # Long enough (about 20 s at two fetches at a time) to be running at every check
+    # below, whatever the machine's load: the crawl is stopped there.
+    with SiteServer(generated=400, latency=0.1) as site:
         paused_out = tmp_path / "paused.jsonl"
         command = crawl_command(
             paused_out, f"start={start_url(site)}", "job=jobs-paused", settings=settings

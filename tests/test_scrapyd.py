@@ -157,7 +157,9 @@ def test_deploy_builds_an_egg_of_the_package_and_its_settings(scrapyd):
         names = set(egg.namelist())
         entry_points = egg.read("EGG-INFO/entry_points.txt").decode()
     assert "crawlyx/spiders/site.py" in names and "crawlyx/settings.py" in names
-    assert {name.split("/")[0] for name in names} == {"EGG-INFO", "crawlyx"}
+    # The package and the settings profiles (SCRAPY_SETTINGS_MODULE=settings.scrapyd).
+    assert {name.split("/")[0] for name in names} == {"EGG-INFO", "crawlyx", "settings"}
+    assert "settings/scrapyd.py" in names
     # scrapyd's runner takes the settings module from this entry point.
     assert "[scrapy]\nsettings = crawlyx.settings" in entry_points
 
