@@ -77,6 +77,8 @@ def urls(outputs: list[Path]) -> tuple[Counter, int]:
 def row(name: str, reference: set[str], outputs: list[Path], base: str, codes, wall) -> dict:
     seen, broken = urls(outputs)
     stats = site_call(base, "/_stats")
+    for url in sorted(reference - set(seen))[:5]:
+        print(f"{name}: lost {url}", file=sys.stderr)
     return {
         "scenario": name,
         "runs": len(codes),
@@ -126,18 +128,22 @@ def worker(bench: Bench, reference: set[str], kills: int, span: float, rng) -> d
     started = time.monotonic()
     proc = bench.start("worker", out)
     crawl = psutil.Process(proc.pid)
+    while proc.poll() is None and not (out.exists() and out.stat().st_size):
+        time.sleep(0.1)  # the workers are reading pages
+    reading = time.monotonic()
     killed = 0
-    for moment in sorted(rng.uniform(1.5, 1.5 + span) for _ in range(kills)):
-        time.sleep(max(0.0, moment - (time.monotonic() - started)))
+    for moment in sorted(rng.uniform(0.0, span) for _ in range(kills)):
+        time.sleep(max(0.0, moment - (time.monotonic() - reading)))
         victims = [
             child
             for child in _children(crawl)
             if child.ppid() != proc.pid  # the fork server's children: the workers
         ]
-        if proc.poll() is not None or not victims:
+        if proc.poll() is not None:
             break
-        rng.choice(victims).send_signal(signal.SIGKILL)
-        killed += 1
+        if victims:
+            rng.choice(victims).send_signal(signal.SIGKILL)
+            killed += 1
     code = proc.wait()
     result = row(f"kill -9 worker x{killed}", reference, [out], bench.base, [code], 0)
     result["wall"] = time.monotonic() - started

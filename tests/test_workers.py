@@ -85,6 +85,12 @@ def _read_or_die(page: str) -> str:
     time.sleep(0.05)
     if page.startswith("poison"):
         os._exit(1)  # as the OOM killer would: no exception, no clean-up
+    if page.startswith("unlucky:"):  # its worker is killed the first two times it is read
+        marks = page.split(":", 1)[1]
+        with open(marks, "a") as file:
+            file.write("x")
+        if os.path.getsize(marks) <= 2:
+            os._exit(1)
     return page.upper()
 
 
@@ -114,9 +120,19 @@ def test_a_page_that_kills_its_worker_fails_alone():
     results = dict(zip(pages, _read_all(workers, pages), strict=True))
     assert isinstance(results.pop("poison"), WorkerDied)
     assert results == {page: page.upper() for page in results}
-    # The shared pool once, then the pool where the poison page was read alone.
-    assert crawler.stats.get_value("crawlyx/workers/restarts") == 2
+    # The shared pool once, then twice the pool where the poison page was read alone.
+    assert crawler.stats.get_value("crawlyx/workers/restarts") == 3
     assert 1 <= crawler.stats.get_value("crawlyx/workers/reread") <= len(pages)
+
+
+def test_a_page_whose_lone_worker_is_killed_once_is_read(tmp_path):
+    # Killed in the shared pool, then once alone (the OOM killer picks that worker): a
+    # third reading, alone, succeeds, and the page is not taken for a poison page.
+    workers = PageWorkers(2, main_content=True, links="inline")
+    page = f"unlucky:{tmp_path / 'marks'}"
+    [result] = _read_all(workers, [page])
+    assert result == page.upper()
+    assert (tmp_path / "marks").read_text() == "xxx"
 
 
 def test_two_poison_pages_take_no_innocent_page_with_them():

@@ -57,6 +57,10 @@ class WorkerDied(Exception):
     """A worker died twice with the task in flight, the second time reading it alone."""
 
 
+# Deaths of the worker a task is alone with that make it a poison page.
+POISON_DEATHS = 2
+
+
 class PageWorkers:
     def __init__(self, workers: int, main_content: bool, links: str, crawler=None):
         if links not in LINK_STYLES:
@@ -103,11 +107,11 @@ class PageWorkers:
 
         When a worker dies, the pool fails every task it holds and is rebuilt. Which
         task killed it cannot be told, so each of them is a suspect, read again alone:
-        one at a time, in a pool of one worker that reads nothing else. A task in
-        flight for two deaths, the second alone, killed that worker itself: it fails
-        with :class:`WorkerDied` (its page recorded once as a ``parse`` error). An
-        innocent task is in flight for one death at most, whatever else was: the only
-        pool it can be in twice is the one where it is alone.
+        one at a time, in a pool of one worker that reads nothing else. A task that
+        kills the worker it is alone with twice killed it itself: it fails with
+        :class:`WorkerDied` (its page recorded once as a ``parse`` error). Dying alone
+        once proves nothing (the OOM killer may pick that worker, as any other), and an
+        innocent task never shares a death with the culprit in the pool of one.
         """
         pool = self.pool
         try:
@@ -117,17 +121,18 @@ class PageWorkers:
         if self._one_at_a_time is None:
             self._one_at_a_time = asyncio.Lock()
         async with self._one_at_a_time:
-            self._inc("crawlyx/workers/reread")
-            if self._alone is None:
-                self._alone = _new_pool(1)
-            alone = self._alone
-            try:
-                return await asyncio.wrap_future(alone.submit(fn, *args))
-            except BrokenProcessPool:
-                self._alone = None
-                alone.shutdown(wait=False)
-                self._inc("crawlyx/workers/restarts")
-        raise WorkerDied("a worker died reading it, twice")
+            for _ in range(POISON_DEATHS):
+                self._inc("crawlyx/workers/reread")
+                if self._alone is None:
+                    self._alone = _new_pool(1)
+                alone = self._alone
+                try:
+                    return await asyncio.wrap_future(alone.submit(fn, *args))
+                except BrokenProcessPool:
+                    self._alone = None
+                    alone.shutdown(wait=False)
+                    self._inc("crawlyx/workers/restarts")
+        raise WorkerDied(f"a worker died reading it alone, {POISON_DEATHS} times")
 
     def _submit(self, pool: ProcessPoolExecutor, fn, *args) -> Future:
         try:
