@@ -239,6 +239,29 @@ def test_slots_older_than_the_ring_are_skipped(state):
     assert abs(state.client.ttl(key) - expected) <= 2
 
 
+def test_the_read_goes_row_by_row_and_yields(state, monkeypatch):
+    import crawlyx.demand.store as store
+
+    ring = config(slices=200)
+    for n in range(120):  # 120 rows: slices of three nodes
+        recorder = Recorder(SITE, ring)
+        recorder.record(f"{SITE}/{n}", NOW - (n // 3) * HOUR)
+        DemandStore(state, ring, node=f"n{n % 3}").flush(recorder, NOW)
+    fetched, sleeps = [], []
+    monkeypatch.setattr(store.time, "sleep", sleeps.append)
+    monkeypatch.setattr(MergedRing, "BATCH", 8)
+    read = MergedRing(state, SITE, ring)
+    real_mget = state.client.mget
+    monkeypatch.setattr(
+        state.client, "mget", lambda keys: fetched.append(len(keys)) or real_mget(keys)
+    )
+    read.refresh(NOW)
+    assert read.rows == 120 and len(read.slices) == 40
+    assert max(fetched) == 8 and sum(fetched) == 120  # a batch at a time
+    assert len(sleeps) == 120 // MergedRing.YIELD_EVERY  # every 50 keys scanned
+    assert all(read.visited_within(f"{SITE}/{n}", 40 * HOUR, NOW) for n in range(120))
+
+
 def test_other_sites_other_sizings_and_bad_rows(state):
     small, large = config(slice_urls=100), config(slice_urls=5000)
     for ring, url in ((small, f"{SITE}/a"), (large, f"{SITE}/b")):

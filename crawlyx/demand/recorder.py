@@ -48,15 +48,13 @@ class Recorder:
 
     # -- the hot path -------------------------------------------------------------------
 
-    def record(self, url: str, when: float, _blake2b=blake2b) -> None:
+    def record(self, url: str, when: float, _blake2b=blake2b, _size=DIGEST_BYTES) -> None:
         """Count a visit to ``url`` (normalized) at unix time ``when``."""
         slot = int(when // self._slice_seconds)
         if slot != self._slot:
             self._switch(slot)
         pending = self._pending
-        pending.add(
-            _blake2b(url.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
-        )
+        pending.add(_blake2b(url.encode("utf-8", "surrogatepass"), digest_size=_size).digest())
         if len(pending) >= PENDING_LIMIT:
             self._apply(self.slices[slot])
 

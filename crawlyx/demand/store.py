@@ -18,8 +18,8 @@ after its slice ends. A flush that fails leaves its slices dirty for the next.
 
 Reads (:class:`MergedRing`): SCAN the site's rows in small steps, skip those whose slice
 has left the ring (on the key, before fetching), fetch a batch at a time, OR the rows
-of the same slice and sizing together, sleep(0) every ``YIELD_EVERY`` rows so that other
-threads run. The result is cached for the refresh interval.
+of the same slice and sizing together, sleep(0) every ``YIELD_EVERY`` keys scanned
+(whether kept or skipped) so that other threads run. The result is cached for the refresh interval.
 """
 
 from __future__ import annotations
@@ -149,8 +149,11 @@ class MergedRing:
         union: dict[Layout, bytearray] = {}
         seen: set[str] = set()
         batch: list[tuple[str, Layout]] = []
-        rows = 0
+        rows = scanned = 0
         for raw in self.state.client.scan_iter(match=pattern, count=self.SCAN_COUNT):
+            scanned += 1
+            if scanned % self.YIELD_EVERY == 0:  # every so many keys, kept or not
+                time.sleep(0)
             key = raw.decode()
             parsed = parse_key(self.state, key)
             if parsed is None or parsed[0] != self.site or key in seen:
@@ -162,8 +165,6 @@ class MergedRing:
             if len(batch) >= self.BATCH:
                 rows += self._merge(batch, union)
                 batch = []
-            if len(seen) % self.YIELD_EVERY == 0:
-                time.sleep(0)
         rows += self._merge(batch, union)
         self.slices, self.read_at, self.rows = union, now, rows
 

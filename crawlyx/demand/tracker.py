@@ -38,10 +38,7 @@ class Demand:
     def record(self, site: str, url: str, bot: str | None, when: float | None = None) -> bool:
         """Record a visit by ``bot`` to ``url`` (normalized) of ``site`` at ``when``
         (unix time, default now); False if it is not a visit (see ``not_visits``)."""
-        visitor = self._visitors.get(bot)
-        if visitor is None:
-            visitor = self._visitor(bot)
-        if not visitor:
+        if not self._visitors.get(bot) and not self._visitor(bot):
             return False
         recorder = self.recorders.get(site)
         if recorder is None:
@@ -54,6 +51,7 @@ class Demand:
         return True
 
     def _visitor(self, bot: str | None) -> bool:
+        """Whether ``bot``'s fetches are visits (remembered for the next call)."""
         visitor = bot is not None and bot.lower() not in self.not_visits
         if len(self._visitors) < self.BOTS_REMEMBERED:
             self._visitors[bot] = visitor
@@ -76,7 +74,11 @@ class Demand:
     def visited_within(self, site: str, url: str, seconds, now: float | None = None) -> bool:
         """Whether ``url`` (normalized) of ``site`` was visited in the last ``seconds``
         (a number or a duration such as ``"24h"``), per the merged ring."""
+        return self.read(site).visited_within(url, parse_duration(seconds, "seconds"), now)
+
+    def read(self, site: str) -> MergedRing:
+        """The site's merged read (its ``rows`` say whether it found any)."""
         read = self.reads.get(site)
         if read is None:
             read = self.reads[site] = MergedRing(self.state, site, self.config)
-        return read.visited_within(url, parse_duration(seconds, "seconds"), now)
+        return read
