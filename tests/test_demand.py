@@ -355,3 +355,19 @@ def test_visits_feeds_the_ring_with_bots_only(state, redis_url, tmp_path):
     result = scrapy("visits", "--site", SITE, str(log), redis_url=redis_url, cwd=tmp_path)
     assert result.returncode == 0 and "demand" not in result.stdout
     assert not list(state.client.scan_iter(match=state.key("*")))
+
+
+def test_a_crawl_with_demand_on_flushes_and_records_none_of_its_own_fetches(site, crawl, state):
+    result = crawl(
+        f"start=http://127.0.0.1:{site.port}/start",
+        "max_pages=5",
+        settings={"CRAWLYX_DEMAND_ENABLED": "true"},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stat("crawlyx/demand/flushes") == "1"  # at close
+    assert not list(state.client.scan_iter(match=state.key("*")))  # fetches are not visits
+    bad = crawl(
+        f"start=http://127.0.0.1:{site.port}/start",
+        settings={"CRAWLYX_DEMAND_ENABLED": "true", "CRAWLYX_DEMAND_SLICE": "an hour"},
+    )
+    assert bad.returncode == 2 and "CRAWLYX_DEMAND_SLICE" in bad.log

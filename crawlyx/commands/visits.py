@@ -254,6 +254,8 @@ class _Reader:
         self.last_flush = time.monotonic()
         try:
             result = self.store.flush(self.recorder)
+            self.counts["merged"] += result.merged
+            self.counts["too_old"] += result.expired
             if self.demand is not None:
                 self.counts["demand_merged"] += self.demand.flush()
         except redis.RedisError as exc:
@@ -261,8 +263,6 @@ class _Reader:
             print(f"crawlyx: visits: flush failed, kept for the next one: {exc}", file=sys.stderr)
             return False
         self.flush_error = None
-        self.counts["merged"] += result.merged
-        self.counts["too_old"] += result.expired
         return True
 
     def summary(self) -> str:
