@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
@@ -338,18 +339,23 @@ def test_visits_feeds_the_ring_with_bots_only(state, redis_url, tmp_path):
     lines = [log_line(f"/docs/{i}", GOOGLE) for i in range(20)]
     lines += [log_line("/only-people", FIREFOX), log_line("/only-other", SEMRUSH)]
     lines += [log_line("/gpt", GPT)]
+    ten_days_ago = datetime.now(UTC) - timedelta(days=10)  # breadth's, not the ring's
+    lines += [log_line("/gpt-old", GPT, when=ten_days_ago)]
     log = tmp_path / "access.log"
     log.write_text("\n".join(lines) + "\n")
     result = scrapy("visits", "--site", SITE, str(log), "-s", "CRAWLYX_DEMAND_ENABLED=1",
                     redis_url=redis_url, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "21 demand visits (1 rows merged)" in result.stdout
+    # Breadth counts SemrushBot (other) and the old line; the ring neither.
+    assert "23 bot requests recorded" in result.stdout
+    assert "21 demand visits (" in result.stdout  # 1 row, 2 across an hour's end
     ring = RingConfig.from_settings(Settings(crawlyx_settings()))
     read = MergedRing(state, SITE, ring)
     assert all(read.visited_within(f"{SITE}/docs/{i}", HOUR) for i in range(20))
     assert read.visited_within(f"{SITE}/gpt", HOUR)
     assert not read.visited_within(f"{SITE}/only-people", 2 * HOUR)
     assert not read.visited_within(f"{SITE}/only-other", 2 * HOUR)
+    assert not read.visited_within(f"{SITE}/gpt-old", ring.span)
     # Off (the default), visits records breadth alone.
     state.delete_all()
     result = scrapy("visits", "--site", SITE, str(log), redis_url=redis_url, cwd=tmp_path)
