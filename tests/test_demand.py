@@ -289,8 +289,10 @@ def test_people_other_automation_and_crawlyx_are_not_visits(state):
     for bot in (None, "", "human", "other", "crawlyx", "Crawlyx"):
         assert not ring.record(SITE, f"{SITE}/{bot}", bot, NOW)
     assert ring.record(SITE, f"{SITE}/g", "Googlebot", NOW)
-    assert ring.recorded == 1 and ring.flush(NOW) == 1 and ring.dirty() == 0
+    assert ring.record(SITE, f"{SITE}/ahead", "Googlebot", NOW + 2 * HOUR)  # a clock ahead
+    assert ring.recorded == 2 and ring.flush(NOW) == 2 and ring.dirty() == 0
     assert ring.visited_within(SITE, f"{SITE}/g", "1h", NOW)
+    assert ring.visited_within(SITE, f"{SITE}/ahead", "1m", NOW)
     assert not ring.visited_within(SITE, f"{SITE}/human", "1h", NOW)
 
 

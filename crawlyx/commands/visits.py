@@ -37,7 +37,9 @@ from crawlyx.urls.normalize import normalize_url, url_origin
 
 METHODS = frozenset({"GET", "HEAD"})
 SIZE_FLUSH = 256  # sketches (4 MiB) in memory before flushing early
-DEMAND_SIZE_FLUSH = 24  # demand slices in memory before flushing early (7 MiB by default)
+# Demand slices in memory before flushing early: by default 293 KiB of bits each, plus
+# up to 16,384 pending digests (~1.5 MiB) each while a log goes back and forth in time.
+DEMAND_SIZE_FLUSH = 24
 CHECK_EVERY = 256  # lines between flush checks
 
 

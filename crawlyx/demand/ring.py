@@ -4,9 +4,10 @@ Time is cut into slices of ``slice`` seconds; slice number ``slot = ⌊t / slice
 covers ``[slot·slice, (slot+1)·slice)`` in unix time, the same cut on every machine.
 The ring keeps the last ``slices`` of them: its span, ``slices × slice``, is how far
 back "visited within" can look. A visit at ``t`` reads as visited within ``w`` seconds
-of ``now`` when its slice overlaps ``[now - w, now]``: a slice is all or nothing, so
-the answer may look up to one slice further back than asked (a false positive: a page
-comes back sooner), never less far (no false negative).
+of ``now`` when its slice ends after ``now - w``: a slice is all or nothing, so the
+answer may look up to one slice further back than asked (a false positive: a page
+comes back sooner), never less far (no false negative). Slices after ``now`` count too:
+a writer whose clock runs ahead still recorded a visit.
 """
 
 from __future__ import annotations

@@ -191,8 +191,8 @@ class MergedRing:
         return self.read_at is not None and now - self.read_at < self.config.refresh_interval
 
     def visited_within(self, url: str, seconds: float, now: float | None = None) -> bool:
-        """Whether ``url`` (normalized) was visited in a slice overlapping
-        ``[now - seconds, now]``, per the union read at most a refresh interval ago."""
+        """Whether ``url`` (normalized) was visited in a slice ending after
+        ``now - seconds``, per the union read at most a refresh interval ago."""
         now = time.time() if now is None else now
         if not self.fresh(now):
             try:
@@ -206,7 +206,7 @@ class MergedRing:
         since = now - seconds
         where: dict[tuple[int, int], list[int]] = {}  # positions per sizing
         for layout, data in self.slices.items():
-            if layout.end > since and layout.start <= now:
+            if layout.end > since:
                 sizing = (layout.bits, layout.hashes)
                 spots = where.get(sizing)
                 if spots is None:
