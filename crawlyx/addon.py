@@ -71,6 +71,7 @@ COMPONENTS = {
         "scrapy.extensions.remote_control.RemoteControl": None,
         "crawlyx.extensions.progress.Progress": 500,
         "crawlyx.extensions.breadth.Breadth": 510,
+        "crawlyx.extensions.demand.Demand": 515,
         "crawlyx.extensions.metrics.Metrics": 520,
         "crawlyx.extensions.report.Report": 530,
     },
@@ -123,6 +124,7 @@ class Addon:
         component this add-on wires, before anything starts. Each component checks its
         own, with the code it reads them with."""
         from crawlyx.extensions.breadth import Breadth
+        from crawlyx.extensions.demand import Demand
         from crawlyx.extensions.metrics import Metrics
         from crawlyx.frontier.jobs import ttl_seconds
         from crawlyx.middlewares.window import WindowMiddleware
@@ -134,3 +136,5 @@ class Addon:
             WindowMiddleware.check_settings(settings)
         if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
             Breadth.check_settings(settings)
+        if settings.getbool("CRAWLYX_DEMAND_ENABLED"):
+            Demand.check_settings(settings)

@@ -86,6 +86,23 @@ CRAWLYX_BREADTH_MAX_BOTS = 64  # sketches per process per day; more bots share ~
 CRAWLYX_BREADTH_READ_CAP = 4096  # rows `scrapy breadth` reads before saying truncated
 CRAWLYX_BREADTH_BOTS = None  # None: crawlyx.breadth.bots.DEFAULT_BOTS; {name: regex}
 
+# Demand (crawlyx/demand): which URLs bots visited, per time slice, in a ring of Bloom
+# filters merged into Redis under crawlyx:_demand:{site}:...; fed by `scrapy visits` and
+# crawlyx.demand.record_visit, asked by crawlyx.demand.visited_within. Durations are
+# written 90s, 30m, 6h, 2d or as plain seconds.
+CRAWLYX_DEMAND_ENABLED = False  # the crawl's extension, and `scrapy visits` feeding the ring
+CRAWLYX_DEMAND_SLICE = "1h"  # one Bloom filter per slice of this length
+# Slices in the ring: 192 × 1h = 8 days, so 4 windows of the slowest default rung (48h)
+# fit in it.
+CRAWLYX_DEMAND_SLICES = 192
+# Distinct URLs per slice the filters are sized for, at FP_RATE false positives: 250,000
+# at 1 % is 293 KiB a slice (55 MiB for a full ring's read). 10 M bot requests a day are
+# ~420,000 an hour; past this many distinct URLs the rate rises (~9 % at 420,000).
+CRAWLYX_DEMAND_SLICE_URLS = 250_000
+CRAWLYX_DEMAND_FP_RATE = 0.01
+CRAWLYX_DEMAND_FLUSH_INTERVAL = "1m"  # between merges of a process's visits into Redis
+CRAWLYX_DEMAND_REFRESH_INTERVAL = "1m"  # a merged read is reused this long
+
 # The components (scheduler, middlewares, pipeline, extensions, the SSRF guard's DNS
 # resolver, the asyncio reactor...) are wired by the add-on, below these settings.
 ADDONS = {"crawlyx.addon.Addon": 0}

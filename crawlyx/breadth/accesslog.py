@@ -62,6 +62,7 @@ class Visit:
     target: str  # the request target as logged: a path, or an absolute URL
     agent: str
     status: str | None
+    time: float = 0.0  # unix seconds
 
 
 class LogFormat:
@@ -83,7 +84,7 @@ class LogFormat:
         self._request = "request" in groups
         self._method = "method" in groups
         self._status = "status" in groups
-        self._days: dict[str, str] = {}
+        self._moments: dict[str, tuple[str, float]] = {}
 
     def parse_line(self, line: str) -> Visit:
         match = self.regex.fullmatch(line)
@@ -104,41 +105,45 @@ class LogFormat:
             raise BadLine("empty request target")
         agent = (match["agent"] or "").replace('\\"', '"')
         status = match["status"] if self._status else None
-        return Visit(self.utc_day(match["time"] or ""), method.upper(), target, agent, status)
+        day, moment = self.moment(match["time"] or "")
+        return Visit(day, method.upper(), target, agent, status, moment)
 
-    def utc_day(self, stamp: str) -> str:
-        """The UTC day of a log timestamp (cached per minute and offset)."""
-        key = stamp[:17] + stamp[-6:]
-        day = self._days.get(key)
-        if day is None:
-            day = _utc_day(stamp)
-            if len(self._days) >= self.CACHE_LIMIT:
-                self._days.clear()
-            self._days[key] = day
-        return day
+    def moment(self, stamp: str) -> tuple[str, float]:
+        """The UTC day and unix time of a log timestamp (cached: a busy log repeats
+        each second's stamp on many lines)."""
+        found = self._moments.get(stamp)
+        if found is None:
+            moment = _utc_time(stamp)
+            found = (datetime.fromtimestamp(moment, UTC).date().isoformat(), moment)
+            if len(self._moments) >= self.CACHE_LIMIT:
+                self._moments.clear()
+            self._moments[stamp] = found
+        return found
 
 
-def _utc_day(stamp: str) -> str:
+def _utc_time(stamp: str) -> float:
     stamp = stamp.strip()
     match = _COMBINED_TIME.fullmatch(stamp)
     try:
         if match is not None:
-            d, mon, y, hh, mm, _ss, sign, oh, om = match.groups()
+            d, mon, y, hh, mm, ss, sign, oh, om = match.groups()
             month = _MONTHS.get(mon)
             if month is None:
                 raise BadLine(f"bad month in time {stamp!r}")
-            local = datetime(int(y), month, int(d), int(hh), int(mm))
+            local = datetime(int(y), month, int(d), int(hh), int(mm), int(ss), tzinfo=UTC)
             offset = timedelta(hours=int(oh or 0), minutes=int(om or 0))
             utc = local - offset if sign != "-" else local + offset
-            return utc.date().isoformat()
+            return utc.timestamp()
         if stamp.replace(".", "", 1).isdigit():
-            return datetime.fromtimestamp(float(stamp), UTC).date().isoformat()
+            seconds = float(stamp)
+            datetime.fromtimestamp(seconds, UTC)  # in range
+            return seconds
         moment = datetime.fromisoformat(stamp)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)  # no offset means UTC
+        return moment.timestamp()
     except (ValueError, OverflowError, OSError) as exc:
         raise BadLine(f"bad time {stamp!r}: {exc}") from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.date().isoformat()
 
 
 def follow(fd: int, timeout: float) -> Iterator[bytes | None]:

@@ -10,6 +10,10 @@ the day it is read). GET and HEAD requests count, whatever their status. The ske
 are merged into Redis (the crawl's, or the embedded server) every flush interval while
 reading, and at the end. Bad lines are counted and reported, never fatal. One summary
 line on stdout.
+
+With CRAWLYX_DEMAND_ENABLED the same pass feeds the demand ring (crawlyx.demand) at the
+line's own time: named bots only (not people, not unnamed automation, not crawlyx),
+visits older than the ring skipped.
 """
 
 from __future__ import annotations
@@ -27,10 +31,15 @@ from crawlyx.breadth.accesslog import BadLine, LogFormat, follow
 from crawlyx.breadth.bots import BotTable
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, connect, utc_day
+from crawlyx.demand import Demand, RingConfig
+from crawlyx.demand.store import demand_state
 from crawlyx.urls.normalize import normalize_url, url_origin
 
 METHODS = frozenset({"GET", "HEAD"})
 SIZE_FLUSH = 256  # sketches (4 MiB) in memory before flushing early
+# Demand slices in memory before flushing early: by default 293 KiB of bits each, plus
+# up to 16,384 pending digests (~1.5 MiB) each while a log goes back and forth in time.
+DEMAND_SIZE_FLUSH = 24
 CHECK_EVERY = 256  # lines between flush checks
 
 
@@ -96,13 +105,23 @@ class Command(ScrapyCommand):
             bots = BotTable.from_settings(settings, humans=opts.humans)
         except ValueError as exc:
             fail(str(exc))
+        ring = None
         interval = opts.flush_interval or settings.getfloat("CRAWLYX_BREADTH_FLUSH_INTERVAL")
+        if settings.getbool("CRAWLYX_DEMAND_ENABLED"):
+            try:
+                ring = RingConfig.from_settings(settings)
+            except ValueError as exc:
+                fail(str(exc))
+            if not opts.flush_interval:
+                interval = min(interval, ring.flush_interval)
         if interval <= 0:
             fail("the flush interval must be positive")
         try:
             state = connect(settings)
         except RuntimeError as exc:
             fail(str(exc), code=1)
+        bot = settings.get("CRAWLYX_BOT_NAME") or "crawlyx"
+        demand = Demand(demand_state(state.client), ring, bot) if ring is not None else None
         store = BreadthStore(state, settings.getint("CRAWLYX_BREADTH_RETENTION_DAYS"))
         reader = _Reader(
             site,
@@ -111,6 +130,7 @@ class Command(ScrapyCommand):
             Recorder(site, settings.getint("CRAWLYX_BREADTH_MAX_BOTS")),
             store,
             interval,
+            demand,
         )
         previous = signal.signal(signal.SIGTERM, _raise_stop)
         try:
@@ -132,9 +152,11 @@ def _raise_stop(signum, frame):
 
 
 class _Reader:
-    def __init__(self, site, log_format, bots, recorder, store, interval):
+    def __init__(self, site, log_format, bots, recorder, store, interval, demand=None):
         self.site, self.base = site, site + "/"
         self.format, self.bots, self.recorder, self.store = log_format, bots, recorder, store
+        self.demand: Demand | None = demand
+        self.demand_horizon = 0.0  # visits before this have left the demand ring
         self.interval = interval
         self.counts: Counter[str] = Counter()
         self.first_bad: str | None = None
@@ -153,6 +175,8 @@ class _Reader:
         now = time.time()
         self.oldest = utc_day(now - self.store.retention_days * DAY)
         self.newest = utc_day(now + DAY)
+        if self.demand is not None:
+            self.demand_horizon = now - self.demand.config.span
 
     def read(self, name: str) -> None:
         if name == "-":
@@ -216,24 +240,31 @@ class _Reader:
             counts["recorded"] += 1
             self.days.add(visit.day)
             self.bot_names.add(bot)
+            if self.demand is not None and visit.time >= self.demand_horizon:
+                counts["demand"] += self.demand.record(self.site, url, bot, visit.time)
 
     def maybe_flush(self) -> None:
         self._refresh_window()
         due = time.monotonic() - self.last_flush >= self.interval
-        if due or self.recorder.size() >= SIZE_FLUSH:
+        full = self.recorder.size() >= SIZE_FLUSH or (
+            self.demand is not None and self.demand.dirty() >= DEMAND_SIZE_FLUSH
+        )
+        if due or full:
             self.flush()
 
     def flush(self) -> bool:
         self.last_flush = time.monotonic()
         try:
             result = self.store.flush(self.recorder)
+            self.counts["merged"] += result.merged
+            self.counts["too_old"] += result.expired
+            if self.demand is not None:
+                self.counts["demand_merged"] += self.demand.flush()
         except redis.RedisError as exc:
             self.flush_error = str(exc)
             print(f"crawlyx: visits: flush failed, kept for the next one: {exc}", file=sys.stderr)
             return False
         self.flush_error = None
-        self.counts["merged"] += result.merged
-        self.counts["too_old"] += result.expired
         return True
 
     def summary(self) -> str:
@@ -251,11 +282,16 @@ class _Reader:
         ]
         if c["future"]:
             parts.append(f"{c['future']} dated in the future")
+        if self.demand is not None:
+            parts.append(f"{c['demand']} demand visits ({c['demand_merged']} rows merged)")
         if self.unreadable:
             parts.append(f"{len(self.unreadable)} files unreadable")
         saved = f"{c['merged']} rows merged into Redis"
         if self.flush_error is not None:
-            saved += f", NOT SAVED: {self.recorder.dirty_count()} sketches ({self.flush_error})"
+            saved += f", NOT SAVED: {self.recorder.dirty_count()} sketches"
+            if self.demand is not None:
+                saved += f" and {self.demand.dirty()} demand slices"
+            saved += f" ({self.flush_error})"
         if c["interrupted"]:
             saved += " (interrupted)"
         return f"crawlyx: visits {self.site}: " + ", ".join(parts) + "; " + saved

@@ -1,0 +1,216 @@
+"""The Redis side: one OR-merged row per (site, slot, node), and the merged read.
+
+Namespace (through :class:`crawlyx.frontier.state.State`, on the crawl's Redis or the
+embedded server, beside breadth's and outside every job's)::
+
+    crawlyx:_demand:{site}:{start}:{seconds}:{m}:{k}:{node}   a string of (m + 7) // 8 bytes
+
+``{start}`` and ``{seconds}`` are the slice's start (unix time) and length, ``m`` and
+``k`` its filter's bits and hashes: a row says what it covers and how to read it, so
+processes configured differently (or a change of settings) never misread each other's
+rows; a reader reads every row of the site whatever its sizing. ``{node}`` is the
+writing process (host, pid, a random part).
+
+Writes: a flush ORs each dirty slice into its node's row atomically (MULTI: SET a
+temporary key, BITOP OR into the row, DEL, EXPIREAT), so it lands whole or not at
+all; OR is idempotent, so a retried flush is harmless. A row expires one ring span
+after its slice ends. A flush that fails leaves its slices dirty for the next.
+
+Reads (:class:`MergedRing`): SCAN the site's rows in small steps, skip those whose slice
+has left the ring (on the key, before fetching), fetch a batch at a time, OR the rows
+of the same slice and sizing together, sleep(0) every ``YIELD_EVERY`` keys scanned
+(whether kept or skipped) so that other threads run. The result is cached for the refresh interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+
+import redis
+
+from crawlyx.breadth.store import glob_escape
+from crawlyx.demand.bloom import byte_size, contains, digest, positions, union_into
+from crawlyx.demand.recorder import Recorder
+from crawlyx.demand.ring import RingConfig
+from crawlyx.frontier.state import State
+
+logger = logging.getLogger(__name__)
+
+NAMESPACE = "_demand"  # a State "job" that no crawl can be named
+
+
+def demand_state(client, embedded=None) -> State:
+    return State(client, NAMESPACE, embedded)
+
+
+def connect(settings) -> State:
+    """Connect like a crawl does (CRAWLYX_REDIS_URL, or the embedded server)."""
+    return State.connect(settings, NAMESPACE)
+
+
+def node_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}".replace(":", "_")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a row covers and how to read it."""
+
+    start: int
+    seconds: int
+    bits: int
+    hashes: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.seconds
+
+
+def row_key(state: State, site: str, layout: Layout, node: str) -> str:
+    l = layout  # noqa: E741
+    return state.key(f"{site}:{l.start}:{l.seconds}:{l.bits}:{l.hashes}:{node}")
+
+
+def parse_key(state: State, key: str) -> tuple[str, Layout] | None:
+    if not key.startswith(state.prefix):
+        return None
+    parts = key[len(state.prefix) :].rsplit(":", 5)
+    if len(parts) != 6:
+        return None
+    try:
+        start, seconds, bits, hashes = (int(x) for x in parts[1:5])
+    except ValueError:
+        return None
+    if seconds < 1 or bits < 2 or hashes < 1:
+        return None
+    return parts[0], Layout(start, seconds, bits, hashes)
+
+
+class DemandStore:
+    """Merges the dirty slices of :class:`Recorder` objects into their node's rows."""
+
+    def __init__(self, state: State, config: RingConfig, node: str | None = None):
+        self.state = state
+        self.config = config
+        self.node = node or node_id()
+
+    def flush(self, recorder: Recorder, now: float | None = None) -> int:
+        """OR every dirty slice of ``recorder`` into Redis; returns the rows merged.
+
+        A Redis error propagates and leaves the slices not merged yet dirty, to be
+        retried by the next flush. Slices that have left the ring are dropped unsent."""
+        now = time.time() if now is None else now
+        config, merged = self.config, 0
+        oldest = config.oldest_slot(now)
+        for slot, data in recorder.dirty():
+            if slot < oldest:
+                recorder.drop(slot)
+                continue
+            start = slot * config.slice
+            layout = Layout(start, config.slice, recorder.bits, recorder.hashes)
+            key = row_key(self.state, recorder.site, layout, self.node)
+            scratch = f"{key}:~in"
+            pipe = self.state.client.pipeline(transaction=True)
+            pipe.set(scratch, bytes(data), ex=60)
+            pipe.bitop("OR", key, key, scratch)
+            pipe.delete(scratch)
+            pipe.expireat(key, layout.end + config.span)
+            pipe.execute()
+            recorder.merged(slot)
+            merged += 1
+        return merged
+
+
+class MergedRing:
+    """The union of every node's rows of one site, per slice, read row by row."""
+
+    BATCH = 16  # rows per round trip
+    SCAN_COUNT = 500
+    YIELD_EVERY = 50
+
+    def __init__(self, state: State, site: str, config: RingConfig):
+        self.state = state
+        self.site = site
+        self.config = config
+        self.slices: dict[Layout, bytearray] = {}
+        self.read_at: float | None = None  # when the cached union was read
+        self.rows = 0  # rows in the cached union
+
+    def refresh(self, now: float | None = None) -> None:
+        """Read the union anew (a Redis error propagates; the cached union stays)."""
+        now = time.time() if now is None else now
+        horizon = now - self.config.span  # slices that ended before this are out
+        pattern = self.state.key(glob_escape(self.site) + ":*")
+        union: dict[Layout, bytearray] = {}
+        seen: set[str] = set()
+        batch: list[tuple[str, Layout]] = []
+        rows = scanned = 0
+        for raw in self.state.client.scan_iter(match=pattern, count=self.SCAN_COUNT):
+            scanned += 1
+            if scanned % self.YIELD_EVERY == 0:  # every so many keys, kept or not
+                time.sleep(0)
+            key = raw.decode()
+            parsed = parse_key(self.state, key)
+            if parsed is None or parsed[0] != self.site or key in seen:
+                continue  # "http://host:*" also matches "http://host:8080:..."
+            if parsed[1].end <= horizon:
+                continue
+            seen.add(key)
+            batch.append((key, parsed[1]))
+            if len(batch) >= self.BATCH:
+                rows += self._merge(batch, union)
+                batch = []
+        rows += self._merge(batch, union)
+        self.slices, self.read_at, self.rows = union, now, rows
+
+    def _merge(self, batch: list[tuple[str, Layout]], union: dict[Layout, bytearray]) -> int:
+        if not batch:
+            return 0
+        values = self.state.client.mget([key for key, _ in batch])
+        merged = 0
+        for (key, layout), value in zip(batch, values, strict=True):
+            if value is None:
+                continue  # expired between SCAN and now
+            if len(value) != byte_size(layout.bits):
+                logger.warning("crawlyx: demand row %s has %d bytes; skipped", key, len(value))
+                continue
+            current = union.get(layout)
+            if current is None:
+                union[layout] = bytearray(value)
+            else:
+                union_into(current, value)
+            merged += 1
+        return merged
+
+    def fresh(self, now: float) -> bool:
+        return self.read_at is not None and now - self.read_at < self.config.refresh_interval
+
+    def visited_within(self, url: str, seconds: float, now: float | None = None) -> bool:
+        """Whether ``url`` (normalized) was visited in a slice ending after
+        ``now - seconds``, per the union read at most a refresh interval ago."""
+        now = time.time() if now is None else now
+        if not self.fresh(now):
+            try:
+                self.refresh(now)
+            except redis.RedisError as exc:
+                if self.read_at is None:
+                    raise
+                self.read_at = now  # keep the last union; try again an interval later
+                logger.warning("crawlyx: demand read failed, using the last one: %s", exc)
+        value = digest(url)
+        since = now - seconds
+        where: dict[tuple[int, int], list[int]] = {}  # positions per sizing
+        for layout, data in self.slices.items():
+            if layout.end > since:
+                sizing = (layout.bits, layout.hashes)
+                spots = where.get(sizing)
+                if spots is None:
+                    spots = where[sizing] = positions(value, *sizing)
+                if contains(data, spots):
+                    return True
+        return False

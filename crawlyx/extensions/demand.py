@@ -1,0 +1,91 @@
+"""Demand for the crawl: the process's ring, on the crawl's Redis, flushed on a timer.
+
+With CRAWLYX_DEMAND_ENABLED, the crawl sets the process's ring up
+(:func:`crawlyx.demand.configure`) on its own Redis when the spider opens, so the
+crawl's components (and any code it runs) record with
+:func:`crawlyx.demand.record_visit` and ask :func:`crawlyx.demand.visited_within`.
+The crawl's own fetches are not visits and are not recorded. Recording touches memory
+only; a LoopingCall merges the visits into Redis every CRAWLYX_DEMAND_FLUSH_INTERVAL,
+and the spider's close flushes once more.
+
+Loss model: a crawl killed hard loses the visits since its last flush. A flush that
+fails (Redis unreachable) keeps its slices and the next retries them; one that still
+fails at close is logged with what was lost.
+
+Stats: ``crawlyx/demand/recorded``, ``.../rows_merged``, ``.../flushes``,
+``.../flush_failures``, ``.../sites_dropped``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from crawlyx import demand
+from crawlyx.demand.ring import RingConfig
+from crawlyx.frontier.state import crawl_state
+
+logger = logging.getLogger(__name__)
+
+
+class Demand:
+    def __init__(self, crawler, config: RingConfig):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.config = config
+        self.ring: demand.Demand | None = None
+        self._task: task.LoopingCall | None = None
+
+    @staticmethod
+    def check_settings(settings) -> RingConfig:
+        """The ring's settings; ValueError (naming the setting) if one is bad."""
+        return RingConfig.from_settings(settings)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        if not crawler.settings.getbool("CRAWLYX_DEMAND_ENABLED"):
+            raise NotConfigured
+        ext = cls(crawler, cls.check_settings(crawler.settings))
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        return ext
+
+    def spider_opened(self, spider):
+        self.ring = demand.configure(self.crawler.settings, crawl_state(self.crawler))
+        self._task = task.LoopingCall(self.flush)
+        self._task.start(self.config.flush_interval, now=False)
+
+    def flush(self) -> bool:
+        """Merge the process's visits into Redis; False if Redis failed (kept)."""
+        if self.ring is None:
+            return False
+        try:
+            merged = self.ring.flush()
+            self.stats.inc_value("crawlyx/demand/flushes")
+            self.stats.inc_value("crawlyx/demand/rows_merged", merged)
+            return True
+        except redis.RedisError as exc:
+            self.stats.inc_value("crawlyx/demand/flush_failures")
+            logger.warning("crawlyx: demand flush failed, kept for the next one: %s", exc)
+            return False
+        except Exception:  # a bug must not stop the LoopingCall (nor the crawl)
+            self.stats.inc_value("crawlyx/demand/flush_failures")
+            logger.exception("crawlyx: demand flush failed")
+            return False
+        finally:
+            self.stats.set_value("crawlyx/demand/recorded", self.ring.recorded)
+            if self.ring.sites_dropped:
+                self.stats.set_value("crawlyx/demand/sites_dropped", self.ring.sites_dropped)
+
+    def spider_closed(self, spider, reason=None):
+        if self._task is not None and self._task.running:
+            self._task.stop()
+        if self.ring is not None and not self.flush():
+            logger.error(
+                "crawlyx: demand: %d slices of visits could not be saved to Redis",
+                self.ring.dirty(),
+            )
