@@ -86,6 +86,23 @@ CRAWLYX_BREADTH_MAX_BOTS = 64  # sketches per process per day; more bots share ~
 CRAWLYX_BREADTH_READ_CAP = 4096  # rows `scrapy breadth` reads before saying truncated
 CRAWLYX_BREADTH_BOTS = None  # None: crawlyx.breadth.bots.DEFAULT_BOTS; {name: regex}
 
+# --- demand: the rung ladder (crawlyx/demand/ladder.py) ------------------------------
+# Durations in every CRAWLYX_DEMAND_* setting: 90s, 30m, 6h, 2d, or plain seconds.
+# A known page's recrawl interval sits on these rungs (a list, or comma-separated text;
+# normalized: finite, positive, each once, ascending). Each rung is a staleness budget.
+CRAWLYX_DEMAND_RUNGS = "6h,12h,24h,48h"
+# Where a page starts, and its ceiling: only rungs below it are used, plus itself.
+CRAWLYX_DEMAND_BASE_INTERVAL = "24h"
+# Promote one rung only when the page was visited in each of the last N windows of the
+# faster rung's length (demote when not visited within its current interval).
+CRAWLYX_DEMAND_PROMOTE_WINDOWS = 2
+# Compute and log the counterfactual rung histogram, change no page's real interval.
+CRAWLYX_DEMAND_DRY_RUN = True
+# Backstop: no promotion into the fastest rung while it holds this share of the site's
+# pages (the hot set is ~0.5 % of a corpus before bot traffic ramps up).
+CRAWLYX_DEMAND_MAX_FAST_FRACTION = 0.05
+CRAWLYX_DEMAND_STATS_INTERVAL = "1h"  # the rung histogram is logged this often
+
 # The components (scheduler, middlewares, pipeline, extensions, the SSRF guard's DNS
 # resolver, the asyncio reactor...) are wired by the add-on, below these settings.
 ADDONS = {"crawlyx.addon.Addon": 0}
