@@ -76,10 +76,11 @@ def _seconds(value, name: str) -> float:
 
 
 def label(seconds: float) -> str:
-    """``21600`` -> ``6h``: the largest unit that divides the duration, for log lines."""
+    """``21600`` -> ``6h``, for log lines: the largest unit that divides the duration,
+    hours up to 48h (the rungs read as they are usually written: 6h, 12h, 24h, 48h)."""
     for unit in ("d", "h", "m"):
         size = _UNITS[unit]
-        if seconds >= size and seconds % size == 0:
+        if seconds >= size and seconds % size == 0 and (unit != "d" or seconds > 2 * size):
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
 
@@ -237,7 +238,7 @@ def check(settings) -> Ladder:
             f"CRAWLYX_DEMAND_SLICE: {label(slice_)} must be positive and no longer than "
             f"the fastest rung ({label(ladder.fastest)})"
         )
-    need = ladder.promote_windows * configured[-1]
+    need = ladder.promote_windows * max(configured[-1], ladder.base)
     if slices * slice_ < need:
         raise ValueError(
             f"CRAWLYX_DEMAND_SLICES: {slices} × {label(slice_)} spans {label(slices * slice_)}, "
