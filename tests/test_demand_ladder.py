@@ -118,6 +118,9 @@ def test_the_default_ladder_stops_at_the_base():
     assert (lad.fastest, lad.base) == (6 * H, 24 * H)
     assert (lad.enabled, lad.dry_run, lad.acts) == (False, True, False)
     assert ladder(BASE_INTERVAL="48h").rungs == (6 * H, 12 * H, 24 * H, 48 * H)
+    assert not ladder(DRY_RUN=False).acts  # opt in twice: enabled, and not a dry run
+    assert not ladder(ENABLED=True).acts
+    assert ladder(ENABLED=True, DRY_RUN=False).acts
 
 
 @pytest.mark.parametrize(
