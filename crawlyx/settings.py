@@ -102,6 +102,9 @@ CRAWLYX_DEMAND_DRY_RUN = True
 # pages (the hot set is ~0.5 % of a corpus before bot traffic ramps up).
 CRAWLYX_DEMAND_MAX_FAST_FRACTION = 0.05
 CRAWLYX_DEMAND_STATS_INTERVAL = "1h"  # the rung histogram is logged this often
+# The site's page registry (crawlyx/demand/registry.py: last fetch, content hash, ETag,
+# Last-Modified, interval, next due) outlives jobs; a page not fetched this long is forgotten.
+CRAWLYX_DEMAND_RETENTION = "90d"
 
 # The components (scheduler, middlewares, pipeline, extensions, the SSRF guard's DNS
 # resolver, the asyncio reactor...) are wired by the add-on, below these settings.
