@@ -102,6 +102,25 @@ CRAWLYX_DEMAND_SLICE_URLS = 250_000
 CRAWLYX_DEMAND_FP_RATE = 0.01
 CRAWLYX_DEMAND_FLUSH_INTERVAL = "1m"  # between merges of a process's visits into Redis
 CRAWLYX_DEMAND_REFRESH_INTERVAL = "1m"  # a merged read is reused this long
+# --- demand: the rung ladder (crawlyx/demand/ladder.py) ------------------------------
+# Durations in every CRAWLYX_DEMAND_* setting: 90s, 30m, 6h, 2d, or plain seconds.
+# A known page's recrawl interval sits on these rungs (a list, or comma-separated text;
+# normalized: finite, positive, each once, ascending). Each rung is a staleness budget.
+CRAWLYX_DEMAND_RUNGS = "6h,12h,24h,48h"
+# Where a page starts, and its ceiling: only rungs below it are used, plus itself.
+CRAWLYX_DEMAND_BASE_INTERVAL = "24h"
+# Promote one rung only when the page was visited in each of the last N windows of the
+# faster rung's length (demote when not visited within its current interval).
+CRAWLYX_DEMAND_PROMOTE_WINDOWS = 2
+# Compute and log the counterfactual rung histogram, change no page's real interval.
+CRAWLYX_DEMAND_DRY_RUN = True
+# Backstop: no promotion into the fastest rung while it holds this share of the site's
+# pages (the hot set is ~0.5 % of a corpus before bot traffic ramps up).
+CRAWLYX_DEMAND_MAX_FAST_FRACTION = 0.05
+CRAWLYX_DEMAND_STATS_INTERVAL = "1h"  # the rung histogram is logged this often
+# The site's page registry (crawlyx/demand/registry.py: last fetch, content hash, ETag,
+# Last-Modified, interval, next due) outlives jobs; a page not fetched this long is forgotten.
+CRAWLYX_DEMAND_RETENTION = "90d"
 
 # The components (scheduler, middlewares, pipeline, extensions, the SSRF guard's DNS
 # resolver, the asyncio reactor...) are wired by the add-on, below these settings.
