@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from urllib.parse import unquote, urlsplit
 
+import idna
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,12 +17,9 @@ from crawlyx.urls.normalize import (
     _normalize_full,
     _normalize_simple,
     canonical_percent_encoding,
-    idna_host,
     ipv4_host,
-    lowercase_scheme_host,
     normalize_trailing_slash,
     normalize_url,
-    remove_default_port,
     remove_fragment,
     resolve_relative,
     sort_query_params,
@@ -36,7 +34,7 @@ def check(cases: list[tuple[str, str]]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 1. resolve_relative (and dot segments, whitespace)
+# 1. resolve_relative: the WHATWG parse (dot segments, whitespace, case, IDNA, ports)
 # --------------------------------------------------------------------------------------------
 
 RFC_BASE = "http://a/b/c/d;p?q"
@@ -124,6 +122,25 @@ def test_double_slashes_are_not_collapsed() -> None:
     assert normalize_url("g//h", "http://a.com/x//y/") == "http://a.com/x//y/g//h"
 
 
+def test_backslashes_are_slashes() -> None:
+    # Browsers read "\\" as "/" in an http(s) URL: these are the links a browser follows.
+    base = "https://example.com/docs/api/page.html"
+    assert normalize_url("..\\guide\\install.html", base) == (
+        "https://example.com/docs/guide/install.html"
+    )
+    assert normalize_url("\\\\other.example\\path", base) == "https://other.example/path"
+    assert normalize_url("http://a.com\\x\\y") == "http://a.com/x/y"
+
+
+def test_special_scheme_without_slashes() -> None:
+    base = "https://a.com/dir/page"
+    assert normalize_url("https:/example.com/x", base) == "https://a.com/example.com/x"
+    assert normalize_url("https:example.com/x", base) == "https://a.com/dir/example.com/x"
+    assert normalize_url("http:example.com/x", base) == "http://example.com/x"  # other scheme
+    assert normalize_url("https:/example.com/x") == "https://example.com/x"
+    assert normalize_url("http:///x") == "http://x/"  # as a browser reads it
+
+
 def test_whitespace_is_stripped() -> None:
     check(
         [
@@ -137,7 +154,7 @@ def test_whitespace_is_stripped() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 2. lowercase_scheme_host
+# 1. resolve_relative: scheme and host lowercased
 # --------------------------------------------------------------------------------------------
 
 
@@ -152,13 +169,15 @@ def test_lowercase_scheme_and_host_not_path() -> None:
     )
 
 
-def test_lowercase_rule_directly() -> None:
-    parts = lowercase_scheme_host(urlsplit("http://Me@EX.com:8080/P"))
-    assert (parts.netloc, parts.path) == ("Me@ex.com:8080", "/P")
+def test_parse_directly() -> None:
+    parts = resolve_relative("HTTP://Me@EX.com:8080/P")
+    assert (parts.scheme, parts.netloc, parts.path) == ("http", "Me@ex.com:8080", "/P")
+    parts = resolve_relative("HTTP://@EX.com:80/a/../P?q#f")
+    assert tuple(parts) == ("http", "ex.com", "/P", "q", "f")  # no empty userinfo, no :80
 
 
 # --------------------------------------------------------------------------------------------
-# 3. idna_host
+# 1. resolve_relative: hosts mapped by UTS 46, IPv6 compressed
 # --------------------------------------------------------------------------------------------
 
 
@@ -168,15 +187,21 @@ def test_idn_host_to_punycode() -> None:
             ("http://Bücher.de/Ä", "http://xn--bcher-kva.de/%C3%84"),
             ("https://例え.テスト/", "https://xn--r8jz45g.xn--zckzah/"),
             ("http://пример.рф:8080/", "http://xn--e1afmkfd.xn--p1ai:8080/"),
-            ("http://ü@bücher.de/", "http://ü@xn--bcher-kva.de/"),  # userinfo is not a host
+            ("http://ü@bücher.de/", "http://%C3%BC@xn--bcher-kva.de/"),  # userinfo: escaped
+            ("http://münchen.de:81/", "http://xn--mnchen-3ya.de:81/"),
         ]
     )
 
 
-def test_idna_rule_directly() -> None:
-    assert idna_host(urlsplit("http://münchen.de:81/")).netloc == "xn--mnchen-3ya.de:81"
-    plain = urlsplit("http://example.com/")
-    assert idna_host(plain) is plain
+def test_idna_is_uts46_not_idna2003() -> None:
+    # IDNA 2003 maps "ß" to "ss" and final sigma to sigma: another host than browsers reach.
+    check(
+        [
+            ("http://faß.example/", "http://xn--fa-hia.example/"),
+            ("http://βόλος.com/", "http://xn--nxasmm1c.com/"),
+            ("http://FASS.example/", "http://fass.example/"),
+        ]
+    )
 
 
 def test_ipv6_literal_kept_in_brackets() -> None:
@@ -185,17 +210,18 @@ def test_ipv6_literal_kept_in_brackets() -> None:
             ("http://[2001:DB8::1]:8080/x", "http://[2001:db8::1]:8080/x"),
             ("http://[::1]:80/", "http://[::1]/"),
             ("https://[FE80::A]/", "https://[fe80::a]/"),
+            ("http://[2001:0db8:0:0:0:0:0:1]/", "http://[2001:db8::1]/"),  # compressed
         ]
     )
 
 
 def test_unencodable_idn_host_raises() -> None:
     with pytest.raises(ValueError, match="bücher"):
-        normalize_url("http://a..bücher.de/")
+        normalize_url("http://bücher\u0000.de/")
 
 
 # --------------------------------------------------------------------------------------------
-# 4. remove_default_port
+# 1. resolve_relative: default ports
 # --------------------------------------------------------------------------------------------
 
 
@@ -212,18 +238,16 @@ def test_default_ports() -> None:
             ("http://u:p@example.com:80/a", "http://u:p@example.com/a"),
         ]
     )
-    parts = remove_default_port(urlsplit("https://x.org:443/"))
-    assert parts.netloc == "x.org"
 
 
 @pytest.mark.parametrize("url", ["http://a.com:x/", "http://a.com:99999/", "http://a.com:8 0/"])
 def test_invalid_port_raises(url: str) -> None:
-    with pytest.raises(ValueError, match="port"):
+    with pytest.raises(ValueError, match="cannot normalize URL"):
         normalize_url(url)
 
 
 # --------------------------------------------------------------------------------------------
-# 5. remove_fragment
+# 2. remove_fragment
 # --------------------------------------------------------------------------------------------
 
 
@@ -240,7 +264,7 @@ def test_fragments_removed() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 6. strip_tracking_params
+# 3. strip_tracking_params
 # --------------------------------------------------------------------------------------------
 
 
@@ -289,7 +313,7 @@ def test_tracking_rule_directly() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 7. sort_query_params
+# 4. sort_query_params
 # --------------------------------------------------------------------------------------------
 
 
@@ -332,7 +356,7 @@ def test_sort_rule_directly() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 8. canonical_percent_encoding
+# 5. canonical_percent_encoding
 # --------------------------------------------------------------------------------------------
 
 
@@ -366,7 +390,8 @@ def test_unsafe_characters_encoded() -> None:
         [
             ("http://a.com/a b?q=c d", "http://a.com/a%20b?q=c%20d"),
             ("http://a.com/café?q=é", "http://a.com/caf%C3%A9?q=%C3%A9"),
-            ('http://a.com/<a>"{|}^`\\', "http://a.com/%3Ca%3E%22%7B%7C%7D%5E%60%5C"),
+            ('http://a.com/<a>"{|}^`[]', "http://a.com/%3Ca%3E%22%7B%7C%7D%5E%60%5B%5D"),
+            ("http://a.com/?q='`{|}^\\", "http://a.com/?q=%27%60%7B%7C%7D%5E%5C"),
             ("http://a.com/100%", "http://a.com/100%25"),
             ("http://a.com/%zz?x=%", "http://a.com/%25zz?x=%25"),
         ]
@@ -389,7 +414,7 @@ def test_percent_rule_directly() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 9. normalize_trailing_slash, path case
+# 6. normalize_trailing_slash, path case
 # --------------------------------------------------------------------------------------------
 
 
@@ -437,7 +462,6 @@ def test_everything_at_once() -> None:
         "data:text/html,<p>x</p>",
         "ftp://example.com/file",
         "tel:+123",
-        "http:///x",
         "http://",
         "https://:443/",
         "http://user@/x",
@@ -447,6 +471,10 @@ def test_everything_at_once() -> None:
         "http://exa mple.com/",
         "http://[::1/",
         "http://a<b.com/",
+        "http://1.2.3.4.5/",  # ends in a number but is no IPv4 address
+        "http://256.256.256.256/",
+        "http://09.0.0.1/",
+        "http://a.b.0x100000000/",
     ],
 )
 def test_rejected(url: str) -> None:
@@ -507,7 +535,12 @@ def is_dot_segment(segment: str) -> bool:
     return unquote(segment) in (".", "..")
 
 
-path_segment = st.lists(atoms(""), max_size=6).map("".join).filter(lambda s: not is_dot_segment(s))
+# A raw "\\" separates segments as "/" does (http(s) URLs, as browsers read them).
+path_segment = (
+    st.lists(atoms(""), max_size=6)
+    .map("".join)
+    .filter(lambda s: not any(map(is_dot_segment, s.split("\\"))))
+)
 query_text = st.lists(atoms("/?").filter(lambda a: a not in "&="), max_size=5).map("".join)
 value_text = st.lists(atoms("/?").filter(lambda a: a != "&"), max_size=5).map("".join)
 
@@ -537,8 +570,13 @@ params = st.tuples(param_names, st.none() | value_text)
 
 ascii_label = st.text(UNRESERVED[:62], min_size=1, max_size=10)  # mixed-case letters, digits
 idn_label = st.sampled_from(["Bücher", "MÜNCHEN", "пример", "例え", "ñandú", "Straße", "ÆØÅ"])
+# A name whose last label is a number (decimal, or 0x hex) is read as an IPv4 address
+# (WHATWG "ends in a number"): names here do not end in one.
+NUMBER_LABEL = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
 hosts = st.one_of(
-    st.lists(st.one_of(ascii_label, idn_label), min_size=1, max_size=3).map(".".join),
+    st.lists(st.one_of(ascii_label, idn_label), min_size=1, max_size=3)
+    .map(".".join)
+    .filter(lambda host: NUMBER_LABEL.fullmatch(host.rpartition(".")[2]) is None),
     st.sampled_from(["127.0.0.1", "[2001:DB8::1]", "[::1]", "localhost"]),
 )
 
@@ -608,18 +646,21 @@ def test_property_idempotent(url: str) -> None:
 @PROPERTY_SETTINGS
 @given(urls())
 def test_property_names_the_same_resource(url: str) -> None:
-    original = urlsplit(url.strip())  # rule 1 strips surrounding whitespace
+    # The parse strips surrounding C0 controls and spaces (str.strip() would strip U+00A0 too).
+    original = urlsplit(url.strip("".join(map(chr, range(0x21)))))
     result = urlsplit(normalize_url(url))
-    # Scheme and host: only lowercased / IDNA-encoded.
+    # Scheme and host: only lowercased / mapped by UTS 46 (the idna package's, not the parse's).
     assert result.scheme == original.scheme.lower()
     assert original.hostname is not None and result.hostname is not None
-    ascii_host = original.hostname.encode("idna").decode("ascii")
-    assert result.hostname == (ipv4_host(ascii_host) or ascii_host)  # 0x7f.1 -> 127.0.0.1
+    if ":" in original.hostname:  # an IPv6 literal (the samples are compressed)
+        assert result.hostname == original.hostname
+    else:
+        assert result.hostname == idna.encode(original.hostname, uts46=True).decode("ascii")
     assert (result.username, result.password) == (original.username, original.password)
     default = {"http": 80, "https": 443}[result.scheme]
     assert result.port == (None if original.port in (None, default) else original.port)
     # Path: same decoded segments (so the same case too), modulo trailing slashes.
-    assert decoded_segments(result.path) == decoded_segments(original.path)
+    assert decoded_segments(result.path) == decoded_segments(original.path.replace("\\", "/"))
     assert result.path.startswith("/")
     assert result.path == "/" or not result.path.endswith("/")
     # Query: same multiset of decoded non-tracking parameters, and no tracking ones left.
@@ -656,7 +697,7 @@ def test_property_relative_resolution_matches_absolute(url: str, rel_segments: l
 
 
 # --------------------------------------------------------------------------------------------
-# Numeric IPv4 hosts (rule 2, and rule 3 after IDNA mapping): one spelling, as in browsers
+# Numeric IPv4 hosts (the parse, also after UTS 46 mapping): one spelling, as in browsers
 # --------------------------------------------------------------------------------------------
 
 
@@ -685,13 +726,17 @@ def test_hosts_that_are_not_numeric_ipv4_are_kept() -> None:
         [
             ("http://1password.com/", "http://1password.com/"),
             ("http://127.0.0.1.nip.io/", "http://127.0.0.1.nip.io/"),
-            ("http://256.0.0.1/", "http://256.0.0.1/"),  # out of range: not an address
-            ("http://1.2.3.4.5/", "http://1.2.3.4.5/"),
-            ("http://09.0.0.1/", "http://09.0.0.1/"),  # 9 is not an octal digit
-            ("http://0x7g000001/", "http://0x7g000001/"),
-            ("http://[::ffff:127.0.0.1]/", "http://[::ffff:127.0.0.1]/"),
+            ("http://0x7g000001/", "http://0x7g000001/"),  # last label is not a number
+            ("http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/"),  # IPv6, compressed
         ]
     )
+
+
+@pytest.mark.parametrize("host", ["256.0.0.1", "1.2.3.4.5", "09.0.0.1", "example.1"])
+def test_hosts_ending_in_a_number_that_are_not_ipv4_are_rejected(host: str) -> None:
+    # Browsers refuse these; a crawler would waste a DNS lookup on each.
+    with pytest.raises(ValueError, match="cannot normalize URL"):
+        normalize_url(f"http://{host}/")
 
 
 def test_numeric_hosts_dedup_to_one_key() -> None:
@@ -711,7 +756,7 @@ def test_ipv4_host_directly() -> None:
     assert ipv4_host("example.com") is None
     assert ipv4_host("") is None
     assert ipv4_host("١٢٧.0.0.1") is None  # Arabic-Indic digits are not inet_aton digits
-    parts = lowercase_scheme_host(urlsplit("HTTP://0X7F.1:81/P"))
+    parts = resolve_relative("HTTP://0X7F.1:81/P")
     assert parts.netloc == "127.0.0.1:81" and parts.path == "/P"
 
 

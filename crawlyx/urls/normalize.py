@@ -4,23 +4,25 @@ Every link the crawler discovers goes through :func:`normalize_url` before it is
 against the frontier, so two spellings of the same resource (``HTTP://Example.com:80/a/./b#x``
 and ``http://example.com/a/b``) collapse to one key.
 
-The rules are small pure functions applied in a fixed order. Rule 1 takes the raw strings and
-returns a :class:`urllib.parse.SplitResult`; the others take and return a ``SplitResult``, so
-the URL is split once and joined once per call.
+A URL is first parsed and resolved as a browser does, by the WHATWG URL Standard
+(https://url.spec.whatwg.org/), with ada-url, the parser Node.js uses: ``\\`` reads as ``/``,
+``https:example.com`` is followed, scheme and host are lowercased, a host is mapped by UTS 46
+(``faß.example`` -> ``xn--fa-hia.example``), an IPv4 host in any spelling becomes a dotted
+quad (``0x7f000001`` -> ``127.0.0.1``) and an IPv6 one is compressed, the default port, empty
+userinfo and dot segments go, and what must be escaped is. What a browser rejects (a bad
+port, ``1.2.3.4.5``, a space in the host) is rejected. On that parse crawlyx applies its own
+dedup policy: small pure functions that take and return a
+:class:`urllib.parse.SplitResult`, in a fixed order, so the URL is split once and joined once.
 
-1. :func:`resolve_relative`        resolve against the page URL, drop dot segments
-2. :func:`lowercase_scheme_host`   ``HTTP://Example.COM`` -> ``http://example.com``,
-                                   ``http://0x7f000001`` -> ``http://127.0.0.1``
-3. :func:`idna_host`               ``bücher.de`` -> ``xn--bcher-kva.de``
-4. :func:`remove_default_port`     ``:80`` (http), ``:443`` (https) and an empty ``:``
-5. :func:`remove_fragment`         ``#section``
-6. :func:`strip_tracking_params`   ``utm_*``, ``gclid``, ``fbclid``, ...
-7. :func:`sort_query_params`       ``?b=2&a=1`` -> ``?a=1&b=2``
-8. :func:`canonical_percent_encoding`  ``%7e`` -> ``~``, ``%2f`` -> ``%2F``, `` `` -> ``%20``
-9. :func:`normalize_trailing_slash`    ``""`` -> ``/``, ``/docs/`` -> ``/docs``
+1. :func:`resolve_relative`            the WHATWG parse of the link against the page URL
+2. :func:`remove_fragment`             ``#section``
+3. :func:`strip_tracking_params`       ``utm_*``, ``gclid``, ``fbclid``, ...
+4. :func:`sort_query_params`           ``?b=2&a=1`` -> ``?a=1&b=2``
+5. :func:`canonical_percent_encoding`  ``%7e`` -> ``~``, ``%2f`` -> ``%2F``, ``|`` -> ``%7C``
+6. :func:`normalize_trailing_slash`    ``/docs/`` -> ``/docs``
 
-Rule 6 matches percent-decoded parameter names and rule 7 sorts parameters by their canonical
-(rule 8) spelling, so the result does not depend on how a parameter happened to be escaped,
+Rule 3 matches percent-decoded parameter names and rule 4 sorts parameters by their canonical
+(rule 5) spelling, so the result does not depend on how a parameter happened to be escaped,
 and normalizing twice changes nothing.
 
 The trailing-slash form is a *dedup key* policy: the crawler dedups on it, while the fetch
@@ -35,16 +37,16 @@ import string
 from operator import methodcaller
 from urllib.parse import SplitResult, quote, unquote, urlsplit
 
+import ada_url
+
 __all__ = [
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",
     "canonical_percent_encoding",
-    "idna_host",
+    "fetch_form",
     "ipv4_host",
-    "lowercase_scheme_host",
     "normalize_trailing_slash",
     "normalize_url",
-    "remove_default_port",
     "remove_fragment",
     "resolve_relative",
     "sort_query_params",
@@ -116,22 +118,13 @@ TRACKING_PREFIXES: tuple[str, ...] = ("utm_",)
 
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _HTTP_SCHEMES = frozenset({"http", "https"})
-_DEFAULT_PORTS = {"http": "80", "https": "443"}
-
-# Leading/trailing characters browsers strip (C0 controls and space), and the ones they
-# remove anywhere in the URL (tab, LF, CR).
-_C0_CONTROL_OR_SPACE = "".join(map(chr, range(0x21)))
-_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
-
-# Dot segments, including their percent-encoded spellings (which rule 8 would decode).
-_DOT_SEGMENTS = frozenset({".", "%2e", "%2E"})
-_DOUBLE_DOT_SEGMENTS = frozenset(a + b for a in (".", "%2e", "%2E") for b in (".", "%2e", "%2E"))
 
 # RFC 3986 character classes. Everything outside *_SAFE (plus "%") is percent-encoded.
 _UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 _SUB_DELIMS = "!$&'()*+,;="
 _PATH_SAFE = _SUB_DELIMS + ":@/"  # "/" separates segments; quote() adds the unreserved set
-_QUERY_SAFE = _PATH_SAFE + "?"
+# A browser escapes "'" in the query of an http(s) URL (WHATWG special-query set), not in the path.
+_QUERY_SAFE = _PATH_SAFE.replace("'", "") + "?"
 _PATH_UNSAFE_RE = re.compile("[^" + re.escape(_UNRESERVED + _PATH_SAFE) + "]")
 _QUERY_UNSAFE_RE = re.compile("[^" + re.escape(_UNRESERVED + _QUERY_SAFE) + "]")
 
@@ -148,53 +141,6 @@ def _build_escape_table() -> dict[str, str]:
 
 
 _ESCAPES = _build_escape_table()
-
-# A normalized authority: optional userinfo, then an IPv6/IPvFuture literal or a registered
-# name / IPv4 without WHATWG "forbidden domain code points", then an optional numeric port.
-_NETLOC_RE = re.compile(
-    r"(?:.*@)?(?:\[[^\[\]]+\]|[^\x00-\x20\x7f#%/:<>?@\[\\\]^|]+)(?::[0-9]+)?", re.DOTALL
-)
-
-
-def _clean(url: str) -> str:
-    """Strip surrounding C0 controls/spaces and drop tab/newline characters anywhere."""
-    url = url.strip(_C0_CONTROL_OR_SPACE)
-    if "\t" in url or "\n" in url or "\r" in url:
-        url = url.translate(_TAB_NEWLINE)
-    return url
-
-
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4, treating %2E as "."; empty segments ("//") are kept."""
-    if "/." not in path and "/%2" not in path:
-        return path
-    segments = path.split("/")
-    output: list[str] = []
-    for segment in segments[1:]:
-        if segment in _DOT_SEGMENTS:
-            continue
-        if segment in _DOUBLE_DOT_SEGMENTS:
-            if output:
-                output.pop()
-            continue
-        output.append(segment)
-    last = segments[-1]
-    if last in _DOT_SEGMENTS or last in _DOUBLE_DOT_SEGMENTS:
-        output.append("")  # "/a/b/.." names the directory "/a/"
-    return "/" + "/".join(output)
-
-
-def _split_netloc(netloc: str) -> tuple[str, str, str]:
-    """Split an authority into ("userinfo@" or "", host, port); port is "" when absent."""
-    userinfo, at, hostport = netloc.rpartition("@")
-    if hostport[:1] == "[":
-        end = hostport.find("]") + 1
-        host, port = hostport[:end], hostport[end + 1 :]
-        if end == 0 or hostport[end : end + 1] not in ("", ":"):
-            raise ValueError(f"invalid IPv6 host {hostport!r}")
-    else:
-        host, _, port = hostport.partition(":")
-    return userinfo + at, host, port
 
 
 def _canonical_component(text: str, unsafe_re: re.Pattern[str], safe: str) -> str:
@@ -233,6 +179,8 @@ _raw_param_key = methodcaller("partition", "=")
 _new = tuple.__new__
 
 
+# The WHATWG parse writes numeric IPv4 hosts as dotted quads itself; ipv4_host() serves the
+# SSRF guard, which reads hosts of URLs that did not come through normalize_url.
 # An IPv4 address part as inet_aton(3) reads it: hex (0x..), octal (leading 0) or decimal.
 _IPV4_PART_RE = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
@@ -276,91 +224,24 @@ def ipv4_host(host: str) -> str | None:
 
 
 def resolve_relative(url: str, base: str | None = None) -> SplitResult:
-    """Resolve url against base like urljoin (RFC 3986) after browser cleanup; drop dot segments."""
-    ref = urlsplit(_clean(url))
-    if base:
-        b = urlsplit(_clean(base))
-        if ref.scheme and (ref.scheme != b.scheme or ref.netloc):
-            pass  # absolute URL ("http:g" with an http base is relative, as in urljoin)
-        elif ref.netloc:  # network-path reference: "//host/path"
-            ref = _new(SplitResult, (b.scheme, ref.netloc, ref.path, ref.query, ref.fragment))
-        else:
-            path, query = ref.path, ref.query
-            if not path:
-                path = b.path
-                if not query and "?" not in url.partition("#")[0]:
-                    query = b.query
-            elif path[0] != "/":
-                # Merge with the base directory. Unlike urljoin, empty segments are kept.
-                path = (b.path[: b.path.rfind("/") + 1] or "/") + path
-            ref = _new(SplitResult, (b.scheme, b.netloc, path, query, ref.fragment))
-    scheme, netloc, path, query, fragment = ref
-    if path[:1] == "/":
-        new_path = _remove_dot_segments(path)
-        if new_path is not path:
-            ref = _new(SplitResult, (scheme, netloc, new_path, query, fragment))
-    return ref
+    """The URL a browser makes of link ``url`` on page ``base`` (WHATWG URL parsing), split.
 
-
-def lowercase_scheme_host(parts: SplitResult) -> SplitResult:
-    """Lowercase scheme and host; userinfo and path keep their case (paths are case-sensitive).
-
-    A numeric IPv4 host in any inet_aton spelling becomes its dotted quad, as browsers do:
-    ``http://0x7f000001/``, ``http://127.1/`` and ``http://127.0.0.1./`` are ``http://127.0.0.1/``.
+    ValueError if a browser would reject it (a relative URL without a base included).
     """
-    scheme, netloc, path, query, fragment = parts
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        lowered = userinfo + "@" + hostport.lower()
+    if base:
+        href = ada_url.join_url(base, url)
     else:
-        lowered = netloc.lower()
-    host_at = lowered.rfind("@") + 1
-    if lowered[host_at : host_at + 1].isdigit():
-        host, colon, port = lowered[host_at:].partition(":")
-        quad = ipv4_host(host)
-        if quad is not None and quad is not host:
-            lowered = lowered[:host_at] + quad + colon + port
-    if lowered == netloc and scheme.islower():
-        return parts
-    return _new(SplitResult, (scheme.lower(), lowered, path, query, fragment))
-
-
-def idna_host(parts: SplitResult) -> SplitResult:
-    """Encode a non-ASCII host as IDNA punycode (xn--); ValueError if it cannot be encoded."""
-    scheme, netloc, path, query, fragment = parts
-    if netloc.isascii():
-        return parts
-    userinfo, host, port = _split_netloc(netloc)
-    if host.isascii():  # only the userinfo is non-ASCII: left as is
-        return parts
-    if host[:1] == "[":
-        raise ValueError(f"invalid IPv6 host {host!r}")
-    try:
-        ascii_host = host.encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise ValueError(f"host {host!r} cannot be IDNA-encoded: {exc}") from None
-    # Full-width digits and dots map to ASCII ones: the result may be a numeric IPv4 host.
-    ascii_host = ipv4_host(ascii_host) or ascii_host
-    netloc = userinfo + ascii_host + (":" + port if port else "")
-    return _new(SplitResult, (scheme, netloc, path, query, fragment))
-
-
-def remove_default_port(parts: SplitResult) -> SplitResult:
-    """Drop :80 for http, :443 for https and an empty port; other ports lose leading zeros."""
-    scheme, netloc, path, query, fragment = parts
-    if ":" not in netloc.rpartition("@")[2]:
-        return parts
-    userinfo, host, port = _split_netloc(netloc)
-    if port:
-        if not (port.isascii() and port.isdigit()) or int(port) > 65535:
-            raise ValueError(f"invalid port {port!r}")
-        port = str(int(port))
-        if _DEFAULT_PORTS.get(scheme) == port:
-            port = ""
-    new_netloc = userinfo + host + (":" + port if port else "")
-    if new_netloc == netloc:
-        return parts
-    return _new(SplitResult, (scheme, new_netloc, path, query, fragment))
+        href = ada_url.URL(url).href  # UnicodeEncodeError (a ValueError) for lone surrogates
+    scheme, _, rest = href.partition("://")
+    if scheme not in _HTTP_SCHEMES:
+        return urlsplit(href)
+    # The serialization of an http(s) URL escapes "/" in userinfo, "?" in the path and "#"
+    # before the fragment, and its path starts with "/": splitting it takes three finds
+    # (urlsplit would take longer than the parse).
+    rest, _, fragment = rest.partition("#")
+    slash = rest.find("/")
+    path, _, query = rest[slash:].partition("?")
+    return _new(SplitResult, (scheme, rest[:slash], path, query, fragment))
 
 
 def remove_fragment(parts: SplitResult) -> SplitResult:
@@ -408,7 +289,7 @@ def sort_query_params(parts: SplitResult) -> SplitResult:
     params = query.split("&")
     if "" in params:
         params = [p for p in params if p]
-    # Compare canonical (rule 8) spellings so "%7e" and "~" sort alike: keeps the result
+    # Compare canonical (rule 5) spellings so "%7e" and "~" sort alike: keeps the result
     # idempotent and independent of how the page happened to escape its links.
     if "%" in query or _QUERY_UNSAFE_RE.search(query) is not None:
         params.sort(key=_canonical_param_key)
@@ -447,8 +328,8 @@ def normalize_trailing_slash(parts: SplitResult) -> SplitResult:
 def normalize_url(url: str, base: str | None = None) -> str:
     """Return the canonical http(s) form of url (resolved against base), used as dedup key.
 
-    Raises ValueError naming the URL when it is not an http/https URL with a non-empty, valid
-    host (mailto:, javascript:, data:, ftp:, ``http:///x``, bad port, un-encodable IDN, ...).
+    Raises ValueError naming the URL when a browser would not resolve it to an http/https URL
+    (mailto:, javascript:, data:, ftp:, ``http://``, a bad port, ``1.2.3.4.5``, ...).
     """
     if base is not None:
         simple = _normalize_simple(url, base)
@@ -458,10 +339,12 @@ def normalize_url(url: str, base: str | None = None) -> str:
 
 
 # A root-relative reference written in characters that need no escaping and without dot
-# segments (most links on a page) resolves against the base's origin alone, and of the
-# rules only 6, 7 and 9 can change it: the short way gives what the full one would (a
-# property test holds them equal) at a fraction of the cost.
-_SIMPLE_REF_RE = re.compile("/(?!/)[" + re.escape(_UNRESERVED + _QUERY_SAFE) + "]*")
+# segments (most links on a page) resolves against the base's origin alone, the parse
+# leaves it as it is, and of the rules only 3, 4 and 6 can change it: the short way gives
+# what the full one would (a property test holds them equal) at a fraction of the cost.
+_SIMPLE_PATH = "[" + re.escape(_UNRESERVED + _PATH_SAFE) + "]*"
+_SIMPLE_QUERY = "[" + re.escape(_UNRESERVED + _QUERY_SAFE) + "]*"
+_SIMPLE_REF_RE = re.compile(f"/(?!/){_SIMPLE_PATH}(?:[?]{_SIMPLE_QUERY})?")
 
 
 @functools.lru_cache(maxsize=64)
@@ -497,24 +380,18 @@ def _join(parts: SplitResult) -> str:
 def _normalize_full(url: str, base: str | None = None) -> str:
     """:func:`normalize_url`, every rule in turn."""
     try:
-        parts = resolve_relative(url, base)
-        parts = lowercase_scheme_host(parts)
+        try:
+            parts = resolve_relative(url, base)
+        except ValueError:
+            # What a browser would not resolve to a URL either.
+            raise ValueError("not a valid URL" if base else "not a valid absolute URL") from None
         if parts.scheme not in _HTTP_SCHEMES:
-            if not parts.scheme:
-                raise ValueError("relative URL without an http(s) base")
             raise ValueError(f"not an http(s) URL (scheme {parts.scheme!r})")
-        if not parts.netloc:
-            raise ValueError("empty host")
-        parts = idna_host(parts)
-        parts = remove_default_port(parts)
         parts = remove_fragment(parts)
         parts = strip_tracking_params(parts)
         parts = sort_query_params(parts)
         parts = canonical_percent_encoding(parts)
         parts = normalize_trailing_slash(parts)
-        netloc = parts.netloc
-        if _NETLOC_RE.fullmatch(netloc) is None:
-            raise ValueError(f"invalid or empty host in {netloc!r}")
     except ValueError as exc:
         where = f"{url!r}" if base is None else f"{url!r} (base {base!r})"
         raise ValueError(f"cannot normalize URL {where}: {exc}") from exc
