@@ -80,15 +80,10 @@ def test_middlewares_are_the_instances(downloader):
     assert any(isinstance(mw, RetryMiddleware) for mw in slots.middlewares(downloader))
 
 
-def test_concurrency_and_delay_are_what_the_slot_uses(downloader):
+def test_concurrency_is_what_the_slot_uses(downloader):
     _, slot = a_slot(downloader)
     slots.set_concurrency(slot, 1)
     assert slot.free_transfer_slots() == 1
-    slot.delay, slot.jitter = 0.5, 0.5
-    slots.floor_delay(slot, 2.0)
-    assert {slot.download_delay() for _ in range(20)} == {2.0}  # no jitter below a floor
-    slots.floor_delay(slot, 1.0)
-    assert slot.download_delay() == 2.0  # a floor never lowers the delay
 
 
 def test_a_held_slot_starts_nothing_until_released(downloader, loop):

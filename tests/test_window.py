@@ -216,7 +216,9 @@ def test_middleware_applies_the_window_and_crawl_delay_to_the_slot(redis_client)
     request.meta["download_slot"] = "h"  # as the downloader sets it
     mw._reached(request)
     assert slot.concurrency == 8
-    assert (slot.delay, slot.jitter) == (2.0, 0.0)
+    assert mw.window("h").delay == 2.0
+    # The next start is the job's, in a second: not the slot's delay.
+    assert (slot.delay, slot.jitter) == (0.0, 0.5)
     slow = SimpleNamespace(status=200, headers={}, body=b"x")
     request.meta["download_latency"] = 1.5
     mw._downloaded(slow, request)

@@ -125,6 +125,7 @@ class Host:
     waiting: deque = field(default_factory=deque)  # requests waiting at the gate
     paused_until: float = 0.0  # time.monotonic() before which nothing starts
     next_start: float = 0.0  # time.monotonic() before which no start is asked (Crawl-delay)
+    last_start: float = float("-inf")  # time.monotonic() a request last went through
     delay: float | None = None  # the host's Crawl-delay
     synced_at: float = float("-inf")  # time.monotonic() of the last report
     # Not reported yet:

@@ -3,11 +3,11 @@
 The adaptive window (:mod:`crawlyx.middlewares.window`) steers the downloader's slots
 the way AutoThrottle does, through attributes Scrapy does not document as API: the
 ``Downloader``'s ``slots``, ``per_slot_settings``, ``total_concurrency``,
-``middleware.middlewares`` and ``_process_queue``, and a ``Slot``'s ``concurrency``,
-``delay``, ``jitter`` and ``latercall``. Setting an attribute Scrapy no longer reads
-fails silently, so :func:`check` verifies them on the running downloader (the window
-calls it as the engine starts) and ``tests/test_slots.py`` exercises each one on a real
-``Downloader``: an upgrade that moves one fails loudly, naming it.
+``middleware.middlewares`` and ``_process_queue``, and a ``Slot``'s ``concurrency``
+and ``latercall``. Setting an attribute Scrapy no longer reads fails silently, so
+:func:`check` verifies them on the running downloader (the window calls it as the
+engine starts) and ``tests/test_slots.py`` exercises each one on a real ``Downloader``:
+an upgrade that moves one fails loudly, naming it.
 
 Checked against Scrapy 2.19.0.
 """
@@ -27,7 +27,7 @@ DOWNLOADER_ATTRIBUTES = (
     "get_slot_key",
     "_process_queue",
 )
-SLOT_ATTRIBUTES = ("concurrency", "delay", "jitter", "latercall", "queue", "lastseen")
+SLOT_ATTRIBUTES = ("concurrency", "latercall")
 
 
 class ScrapyInternalsMoved(RuntimeError):
@@ -91,13 +91,6 @@ def middlewares(downloader) -> tuple:
 
 def set_concurrency(slot, value: int) -> None:
     slot.concurrency = value
-
-
-def floor_delay(slot, seconds: float) -> None:
-    """At least ``seconds`` between two request starts in the slot, without jitter
-    (Scrapy jitters ``DOWNLOAD_DELAY`` by +-50% by default, which would break a floor)."""
-    if slot.delay * (1 - slot.jitter) < seconds:
-        slot.delay, slot.jitter = seconds, 0.0
 
 
 def hold(downloader, slot, seconds: float) -> None:

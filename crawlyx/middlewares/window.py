@@ -44,7 +44,9 @@ Two floors on top of the window:
   request in progress: at most ``CRAWLYX_WINDOW_RETRY_AFTER_MAX``; a second Ctrl-C
   stops at once.
 * ``Crawl-delay`` from robots.txt: each request start takes the host's next start
-  time from the job's budget, and the slot's delay is at least that, without jitter.
+  time from the job's budget at the gate. Not the slot's delay: a slot delays a
+  request after the gate let it through, which would shift its start past the time
+  the other processes were told.
 
 Responses are judged on the ``response_downloaded`` signal (as AutoThrottle does): it
 fires before the downloader frees the transfer slot and looks at its queue, so a
@@ -91,6 +93,9 @@ TROUBLE_ERRORS = frozenset({"timeout", "connection", "too_large"})
 GEN_META = "crawlyx_window_gen"
 # A process whose share is full asks the job's budget for more at most this often (s).
 MIN_REPORT_GAP = 0.1
+# A share not heard of for this long (a late report: a busy or stalled process) is not
+# used before the next report: the window may have shrunk meanwhile.
+SHARE_LIFETIME = 2 * SYNC_INTERVAL
 
 
 class WindowMiddleware:
@@ -161,8 +166,11 @@ class WindowMiddleware:
         """The engine takes requests from the frontier (shared by every process of the
         crawl) while the downloader holds fewer than its total concurrency. Requests
         beyond the windows would only wait at the gate, leased to this process, while
-        other processes starve: the total is what the windows hold."""
-        total = sum(host.value for host in self.windows.values()) or self.start
+        other processes starve: the total is what this process may have through, its
+        share of each host's window (one for a host with a Crawl-delay: it starts one
+        request per delay)."""
+        shares = (1 if host.delay else max(1, host.share) for host in self.windows.values())
+        total = sum(shares) or self.start
         slots.set_total_concurrency(self.downloader, total)
 
     # -- the job's budget --------------------------------------------------------------
@@ -193,11 +201,13 @@ class WindowMiddleware:
         (what was pending goes with the next report)."""
         if self.budget is None:
             return None
-        before, trouble = host.value, host.trouble
+        before, share, trouble = host.value, host.share, host.trouble
         try:
             report = self.budget.report(host, asking, start)
         except REDIS_DOWN as exc:
             outage(self.stats, f"sharing the window of {host.key}", exc)
+            # Nothing more through until Redis answers (the frontier waits for it too).
+            host.share, host.synced_at = min(host.share, host.through), time.monotonic()
             return None
         key = host.key
         if report.grew:
@@ -208,6 +218,8 @@ class WindowMiddleware:
             self._changed(host, f"shrink from {report.shrank_from}: {trouble}")
         elif not report.grew and host.value != before:
             self._changed(host, "by another process", level=logging.DEBUG)
+        elif host.share != share:
+            self._cap_dequeuing()
         if report.paused > max(0.0, host.paused_until - time.monotonic()) + 0.05:
             self.pause(key, report.paused)  # set by another process
         if not asking:  # else the gate is deciding already
@@ -229,12 +241,10 @@ class WindowMiddleware:
         now = time.monotonic()
         if host.paused_until > now:
             return False
-        if (
-            host.through >= host.share
-            and host.share < host.value
-            and now - host.synced_at >= MIN_REPORT_GAP
-        ):
-            self._report(host, asking=True)  # there may be more to have
+        age = now - host.synced_at
+        full = host.through >= host.share and host.share < host.value
+        if (full and age >= MIN_REPORT_GAP) or age >= SHARE_LIFETIME:
+            self._report(host, asking=True)  # there may be more to have, or less
         if host.through >= host.share:
             return False
         if host.delay:
@@ -243,7 +253,10 @@ class WindowMiddleware:
         return True
 
     def _start(self, host: Host, now: float) -> bool:
-        """Crawl-delay: take the host's next start from the job's budget."""
+        """Crawl-delay: take the host's next start from the job's budget, once the delay
+        has passed since this process's last request to the host (robots.txt included,
+        fetched before the delay was known)."""
+        host.next_start = max(host.next_start, host.last_start + host.delay)
         if host.next_start <= now:
             report = self._report(host, asking=True, start=True)
             if report is not None and report.started:
@@ -261,12 +274,16 @@ class WindowMiddleware:
         key = slots.key_of(self.downloader, request)
         host = self.window(key)
         if not request.meta.get("dont_obey_robotstxt"):
-            host.delay = self._crawl_delay(request)
+            delay = self._crawl_delay(request)
+            if delay != host.delay:
+                host.delay = delay
+                self._cap_dequeuing()
         # First come, first served: nobody overtakes a request already waiting.
         if host.waiting or not self._open(host):
             await self._wait_turn(host)
         self._counted[request] = key
         request.meta[GEN_META] = host.gen
+        host.last_start = time.monotonic()  # past the gate a request starts at once
         return None
 
     async def _wait_turn(self, host: Host) -> None:
@@ -321,11 +338,8 @@ class WindowMiddleware:
         slot = slots.slot_of(self.downloader, key)
         if slot is None:
             return
-        request.meta["crawlyx_window_reached"] = time.monotonic()
         host = self.window(key)
         slots.set_concurrency(slot, host.value)
-        if host.delay:
-            slots.floor_delay(slot, host.delay)
         # A slot idle for a minute is dropped by the downloader and made anew: a
         # pause still running must be put on the new one.
         remaining = host.paused_until - time.monotonic()
