@@ -7,60 +7,141 @@ import asyncio
 import logging
 import threading
 import time
+import uuid
 from email.utils import formatdate
 from types import SimpleNamespace
 
 import pytest
 from scrapy.settings import Settings
 
+from crawlyx.frontier.state import State
+from crawlyx.middlewares.budget import Host, SharedBudget
+from crawlyx.middlewares.retry_after import parse_retry_after
 from crawlyx.middlewares.robots import Robots
-from crawlyx.middlewares.window import Window, WindowMiddleware, parse_retry_after
+from crawlyx.middlewares.window import WindowMiddleware
 from tests.site import QuietHandler, Server
 
-# -- the arithmetic ----------------------------------------------------------------------
+# -- the job's budget (real Redis) -------------------------------------------------------
 
 
-def test_window_starts_inside_its_bounds():
-    assert Window(5, 40, 8, 10).value == 8
-    assert Window(5, 40, 1, 10).value == 5
-    assert Window(2, 5, 8, 10).value == 5
+def _settings(**values) -> Settings:
+    settings = Settings()
+    settings.setmodule("crawlyx.settings")
+    settings.update(values)
+    return settings
 
 
-def test_window_grows_by_one_after_a_run_of_clean_fetches():
-    window = Window(5, 40, 8, grow_after=3)
-    assert [window.clean_fetch(started=1.0) for _ in range(3)] == [False, False, True]
-    assert window.value == 9
-    for _ in range(3 * 100):
-        window.clean_fetch(started=1.0)
-    assert window.value == 40  # never above the maximum
+def _budgets(redis_client, owners=("a",), **settings):
+    """One SharedBudget per owner, on a fresh job, every owner alive."""
+    state = State(redis_client, f"budget-{uuid.uuid4().hex[:8]}")
+    for owner in owners:
+        redis_client.set(state.key(f"owner:{owner}"), 1, ex=60)
+    values = _settings(**settings)
+    return state, [SharedBudget(state, owner, state.key("owner:"), values) for owner in owners]
 
 
-def test_trouble_halves_down_to_the_minimum_and_resets_the_run():
-    window = Window(5, 40, 20, grow_after=3)
-    window.clean_fetch(started=0.5)
-    window.clean_fetch(started=0.5)
-    assert window.trouble(started=1.0, now=2.0) is True
-    assert window.value == 10
-    assert window.clean_fetch(started=2.5) is False  # the run starts over
-    assert window.clean_fetch(started=2.5) is False
-    assert window.clean_fetch(started=2.5) is True and window.value == 11
-    window = Window(5, 40, 40, grow_after=3)
-    assert window.trouble(started=1.0, now=2.0) is True
-    assert window.value == 20
-    assert window.trouble(started=3.0, now=4.0) and window.value == 10
-    assert window.trouble(started=5.0, now=6.0) and window.value == 5
-    assert window.trouble(started=7.0, now=8.0) is False and window.value == 5
+def _host(maximum=40, value=8, through=1) -> Host:
+    host = Host("h", maximum, value)
+    host.through = through
+    return host
 
 
-def test_one_decrease_per_congestion_event():
-    window = Window(5, 40, 40, grow_after=10)
-    assert window.trouble(started=1.0, now=2.0) and window.value == 20
-    # Sent before that decrease, under the old window: already answered.
-    assert window.trouble(started=1.5, now=2.1) is False and window.value == 20
-    # Nor does a clean fetch sent before it count towards growing again.
-    assert not any(window.clean_fetch(started=1.9) for _ in range(20))
-    # Sent after it: a new event.
-    assert window.trouble(started=2.2, now=3.0) and window.value == 10
+def test_window_starts_inside_its_bounds(redis_client):
+    for (minimum, maximum, start), expected in {(5, 40, 8): 8, (5, 40, 1): 5, (2, 5, 8): 5}.items():
+        _, [budget] = _budgets(redis_client, CRAWLYX_WINDOW_MIN=minimum, CRAWLYX_WINDOW_START=start)
+        host = _host(maximum=maximum)
+        budget.report(host)
+        assert host.value == expected
+
+
+def test_window_grows_by_one_after_a_run_of_clean_fetches(redis_client):
+    _, [budget] = _budgets(redis_client, CRAWLYX_WINDOW_GROW_AFTER=3)
+    host = _host()
+    host.cleans = 2
+    assert budget.report(host).grew == 0 and host.value == 8
+    host.cleans = 1  # the run carries over from one report to the next
+    assert budget.report(host).grew == 1 and host.value == 9
+    host.cleans = 3 * 100
+    budget.report(host)
+    assert host.value == 40  # never above the maximum
+
+
+def test_trouble_halves_down_to_the_minimum_and_resets_the_run(redis_client):
+    _, [budget] = _budgets(redis_client, CRAWLYX_WINDOW_START=20, CRAWLYX_WINDOW_GROW_AFTER=3)
+    host = _host()
+    host.cleans = 2
+    budget.report(host)
+    host.trouble = "HTTP 429"
+    assert budget.report(host).shrank_from == 20 and host.value == 10
+    host.cleans = 2
+    assert budget.report(host).grew == 0  # the run starts over
+    for expected in (5, 5):
+        host.trouble = "HTTP 429"
+        report = budget.report(host)
+        assert host.value == expected
+    assert report.shrank_from is None  # at the minimum: no change
+
+
+def test_one_decrease_per_congestion_event_across_processes(redis_client):
+    _, budgets = _budgets(redis_client, owners=("a", "b", "c"), CRAWLYX_WINDOW_START=40)
+    hosts = [_host() for _ in budgets]
+    # All three let requests through under generation 0 and see 429s on them.
+    for budget, host in zip(budgets, hosts, strict=True):
+        host.trouble = "HTTP 429"
+        budget.report(host)
+    assert [host.value for host in hosts] == [20, 20, 20]  # halved once, not to 5
+    # Nor does a clean fetch sent under the old window count towards growing again.
+    stale = hosts[1]
+    stale.gen, stale.cleans = 0, 1000
+    assert budgets[1].report(stale).grew == 0 and stale.value == 20
+    # A request let through after the decrease: a new event.
+    hosts[2].trouble = "HTTP 429"
+    assert budgets[2].report(hosts[2]).shrank_from == 20 and hosts[2].value == 10
+
+
+def test_the_processes_never_hold_more_than_the_window_and_share_it(redis_client):
+    _, budgets = _budgets(redis_client, owners=("a", "b", "c"), CRAWLYX_WINDOW_START=8)
+    hosts = [_host(through=0) for _ in budgets]
+    for host in hosts:
+        host.waiting.extend(range(20))  # each has more to fetch than the window
+    for _ in range(6):
+        for budget, host in zip(budgets, hosts, strict=True):
+            budget.report(host)
+            # Let requests through up to the share, finish a few.
+            host.through = max(0, min(host.share, host.through + 3) - 1)
+            assert sum(h.through for h in hosts) <= 8
+    assert sorted(host.share for host in hosts) == [2, 3, 3]
+
+
+def test_a_dead_or_idle_process_gives_its_share_back(redis_client):
+    state, (a, b) = _budgets(redis_client, owners=("a", "b"))
+    host_a, host_b = _host(through=8), _host(through=0)
+    a.report(host_a)
+    host_b.waiting.append(None)
+    b.report(host_b)
+    assert (host_a.share, host_b.share) == (8, 0)
+    redis_client.delete(state.key("owner:a"))  # a died: its heartbeat ran out
+    b.report(host_b)
+    assert host_b.share == 8
+    # An idle process holds nothing.
+    host_b.waiting.clear()
+    b.report(host_b)
+    assert host_b.share == 0
+    assert redis_client.hget(state.key("host:h"), "o:b") is None
+
+
+def test_retry_after_and_crawl_delay_hold_every_process(redis_client):
+    _, (a, b) = _budgets(redis_client, owners=("a", "b"))
+    host_a, host_b = _host(), _host()
+    host_a.pause = time.monotonic() + 2.0  # a Retry-After: 2 seen by a
+    a.report(host_a)
+    assert 1.5 < b.report(host_b).paused <= 2.0
+    _, (a, b) = _budgets(redis_client, owners=("a", "b"))
+    host_a, host_b = _host(through=0), _host(through=0)
+    host_a.delay = host_b.delay = 1.0
+    assert a.report(host_a, start=True).started and host_a.through == 1
+    refused = b.report(host_b, start=True)
+    assert not refused.started and 0.9 < refused.wait <= 1.0 and host_b.through == 0
 
 
 def test_retry_after_seconds():
@@ -91,15 +172,13 @@ def test_crawl_delay_from_robots():
 
 
 def _crawler(**settings):
-    values = Settings()
-    values.setmodule("crawlyx.settings")
-    values.update(settings)
-    slots = {}
+    values = _settings(**settings)
     downloader = SimpleNamespace(
         DOWNLOAD_SLOT="download_slot",
-        slots=slots,
+        slots={},
         per_slot_settings={},
         middleware=SimpleNamespace(middlewares=()),
+        get_slot_key=lambda request: "h",
     )
     stats = SimpleNamespace(values={})
     stats.set_value = stats.values.__setitem__
@@ -109,9 +188,23 @@ def _crawler(**settings):
     return SimpleNamespace(settings=values, stats=stats, signals=signals, engine=engine)
 
 
-def test_middleware_applies_the_window_and_crawl_delay_to_the_slot():
-    crawler = _crawler(CRAWLYX_WINDOW_SLOW_SECONDS=1.0)
+class FakeRequest:
+    def __init__(self, url):
+        self.url = url
+        self.meta = {}
+
+
+def _middleware(redis_client, **settings) -> WindowMiddleware:
+    """A window middleware on a fake downloader, with a real job budget in Redis."""
+    crawler = _crawler(**settings)
     mw = WindowMiddleware(crawler)
+    state, [mw.budget] = _budgets(redis_client, **settings)
+    return mw
+
+
+def test_middleware_applies_the_window_and_crawl_delay_to_the_slot(redis_client):
+    mw = _middleware(redis_client, CRAWLYX_WINDOW_SLOW_SECONDS=1.0)
+    crawler = mw.crawler
     slot = SimpleNamespace(concurrency=40, delay=0.0, jitter=0.5, latercall=None)
     crawler.engine.downloader.slots["h"] = slot
     robots_mw = SimpleNamespace(
@@ -119,10 +212,14 @@ def test_middleware_applies_the_window_and_crawl_delay_to_the_slot():
         cached=lambda origin: Robots(200, "User-agent: *\nCrawl-delay: 2\n", 0.0),
     )
     mw._robots = robots_mw
-    request = SimpleNamespace(url="http://h/page", meta={"download_slot": "h"})
+    request = FakeRequest("http://h/page")
+    asyncio.run(mw.process_request(request))
+    request.meta["download_slot"] = "h"  # as the downloader sets it
     mw._reached(request)
     assert slot.concurrency == 8
-    assert (slot.delay, slot.jitter) == (2.0, 0.0)
+    assert mw.window("h").delay == 2.0
+    # The next start is the job's, in a second: not the slot's delay.
+    assert (slot.delay, slot.jitter) == (0.0, 0.5)
     slow = SimpleNamespace(status=200, headers={}, body=b"x")
     request.meta["download_latency"] = 1.5
     mw._downloaded(slow, request)
@@ -130,15 +227,16 @@ def test_middleware_applies_the_window_and_crawl_delay_to_the_slot():
     assert crawler.stats.values["crawlyx/window/shrinks"] == 1
 
 
-def test_the_gate_lets_through_at_most_the_window_in_order_and_holds_in_a_pause():
-    class Request:
+def test_the_gate_lets_through_at_most_the_window_in_order_and_holds_in_a_pause(redis_client):
+    class Request(FakeRequest):
         def __init__(self, n):
+            super().__init__(f"http://h/{n}")
             self.n = n
 
     async def scenario():
-        crawler = _crawler(CRAWLYX_WINDOW_MIN=1, CRAWLYX_WINDOW_START=2, CRAWLYX_WINDOW_MAX=4)
-        crawler.engine.downloader.get_slot_key = lambda request: "h"
-        mw = WindowMiddleware(crawler)
+        mw = _middleware(
+            redis_client, CRAWLYX_WINDOW_MIN=1, CRAWLYX_WINDOW_START=2, CRAWLYX_WINDOW_MAX=4
+        )
         requests = [Request(n) for n in range(6)]
         through = []
 
@@ -159,8 +257,8 @@ def test_the_gate_lets_through_at_most_the_window_in_order_and_holds_in_a_pause(
         assert through == [0, 1, 2]  # paused: nothing through, room or not
         await asyncio.sleep(0.25)
         assert through == [0, 1, 2, 3, 4]  # then the window's worth, in order
-        for _ in range(4):
-            mw._clean("h", started=time.monotonic())  # grow_after is 10: no change yet
+        mw.window("h").cleans = 4  # grow_after is 10: no change yet
+        mw._report_all()
         assert mw.window("h").value == 2
         mw._left(requests[3])
         await asyncio.sleep(0.01)

@@ -1,17 +1,20 @@
-"""An adaptive concurrency window per host (per downloader slot).
+"""An adaptive concurrency window per host (per downloader slot), one per job.
 
-Each slot (a host) gets a window between ``CRAWLYX_WINDOW_MIN`` and
-``CRAWLYX_WINDOW_MAX``, starting at ``CRAWLYX_WINDOW_START``. The window is set as
-the slot's concurrency (``slot.concurrency``, as AutoThrottle sets ``slot.delay``),
-and it is also enforced here, because on the asyncio reactor Scrapy 2.19's slot
-overshoots: ``Downloader._process_queue`` starts each queued request as a task, and
-a request only counts in ``slot.transferring`` once its task runs, so one pass over
-a backed-up queue starts all of it (measured: with ``CONCURRENT_REQUESTS_PER_DOMAIN=5``
-and 40 links on one page, 32 requests at once reach the server, all that
-``CONCURRENT_REQUESTS`` lets through). So ``process_request`` is a gate: it lets a
-request through to its slot only while fewer than the window are through (queued in
-the slot or in transfer), and takes it back out of the count when the request leaves
-the downloader. The middleware is the last one before the downloader (950, after
+Each host gets a window between ``CRAWLYX_WINDOW_MIN`` and ``CRAWLYX_WINDOW_MAX``,
+starting at ``CRAWLYX_WINDOW_START``. Every process of a job shares it, with the host's
+Retry-After pause and Crawl-delay, through Redis (:mod:`crawlyx.middlewares.budget`):
+N processes have no more requests to a host in flight than one would, nor start them
+closer than its Crawl-delay.
+
+``process_request`` is a gate: it lets a request through to its slot only while this
+process has fewer requests through (queued in the slot or in transfer) than its share
+of the window, and takes it back out of the count when the request leaves the
+downloader. The slot's own limit is not enough: on the asyncio reactor Scrapy 2.19's
+slot overshoots (``Downloader._process_queue`` starts each queued request as a task,
+and a request only counts in ``slot.transferring`` once its task runs: with
+``CONCURRENT_REQUESTS_PER_DOMAIN=5`` and 40 links on one page, 32 requests reached the
+server at once). The window is still set as the slot's concurrency, as AutoThrottle sets
+``slot.delay``. The middleware is the last one before the downloader (950, after
 HttpCacheMiddleware's 900): past the gate a request goes straight into its slot.
 
 The policy is AIMD, the rule TCP uses for its congestion window:
@@ -25,56 +28,56 @@ The policy is AIMD, the rule TCP uses for its congestion window:
   resets the run of clean fetches. Trouble: one of those statuses (the host is
   blocking or overloaded), a connection error or a timeout, a slow response, a body
   over ``CRAWLYX_WINDOW_LARGE_BYTES`` or over ``DOWNLOAD_MAXSIZE``.
-* one decrease per congestion event: trouble on a request that started before the
-  last decrease was sent under the old, larger window, and that decrease already
-  answered it; it does not halve again. Otherwise one burst of eight 429s, all sent
-  before the first came back, would take the window from 40 to the minimum. Nor does
-  a clean fetch sent before the last decrease count towards growing it again.
+* one decrease per congestion event: trouble on a request let through before the last
+  decrease (by any process) was sent under the old, larger window, and that decrease
+  already answered it. Otherwise one burst of eight 429s, all sent before the first
+  came back, would take the window from 40 to the minimum, and three processes would
+  halve it three times. Nor does a clean fetch sent before it count towards growing.
 
 Two floors on top of the window:
 
 * ``Retry-After`` (seconds or an HTTP date, at most ``CRAWLYX_WINDOW_RETRY_AFTER_MAX``
-  seconds) on a 429 or a 503: no request to that host starts until it has elapsed.
-  The slot is paused with the downloader's own mechanism for delays: a pending
-  ``slot.latercall`` makes the downloader leave the slot's queue alone, and when
-  ours fires it clears it and processes the queue, exactly as the downloader's own
-  delay timer does; the gate lets nothing through until then either. Requests
+  seconds) on a 429 or a 503: no request to that host starts until it has elapsed, in
+  any process. The slot is held too (:func:`crawlyx.middlewares.slots.hold`). Requests
   already in flight finish; queued ones, and the retry of the request that got the
-  429, wait.
-  A graceful stop (one Ctrl-C) waits for the requests held, like any request in
-  progress: at most ``CRAWLYX_WINDOW_RETRY_AFTER_MAX``; a second Ctrl-C stops at once.
-* ``Crawl-delay`` from robots.txt: the slot's delay (between two request starts) is
-  at least that many seconds, without the random jitter below it (Scrapy jitters
-  ``DOWNLOAD_DELAY`` by +-50% by default, which would break a floor).
+  429, wait. A graceful stop (one Ctrl-C) waits for the requests held, like any
+  request in progress: at most ``CRAWLYX_WINDOW_RETRY_AFTER_MAX``; a second Ctrl-C
+  stops at once.
+* ``Crawl-delay`` from robots.txt: each request start takes the host's next start
+  time from the job's budget at the gate. Not the slot's delay: a slot delays a
+  request after the gate let it through, which would shift its start past the time
+  the other processes were told.
 
 Responses are judged on the ``response_downloaded`` signal (as AutoThrottle does): it
 fires before the downloader frees the transfer slot and looks at its queue, so a
 pause or a smaller window applies to the very next request. Failures come through
 ``process_exception``, which sees every failed attempt before RetryMiddleware (550)
-turns it into a retry.
+turns it into a retry. Every access to Scrapy's private downloader internals is in
+:mod:`crawlyx.middlewares.slots`.
 
 Stats: ``crawlyx/window/<host>`` (the current window), ``crawlyx/window/shrinks``,
-``crawlyx/window/grows``, ``crawlyx/window/retry_after_waits``. Shrinks, pauses and
-their end are logged at INFO, grows at DEBUG (the progress line shows the windows).
+``crawlyx/window/grows``, ``crawlyx/window/retry_after_waits`` (the changes this process
+made, and the pauses it waited out). Shrinks, pauses and their end are logged at INFO,
+grows at DEBUG (the progress line shows the windows).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
-from collections import deque
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
-from scrapy.utils.asyncio import call_later
+from scrapy.utils.asyncio import call_later, create_looping_call
 from twisted.python.failure import Failure
 
 from crawlyx.errors import CrawlyxIgnore, classify
-from crawlyx.middlewares import installed
+from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
+from crawlyx.frontier.visited import visited_table
+from crawlyx.middlewares import installed, slots
+from crawlyx.middlewares.budget import SYNC_INTERVAL, Host, Report, SharedBudget
+from crawlyx.middlewares.retry_after import parse_retry_after
 from crawlyx.middlewares.robots import RobotsMiddleware
 from crawlyx.urls.normalize import url_origin
 
@@ -87,84 +90,13 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 # Failure classes (crawlyx.errors) that say the same about a host.
 TROUBLE_ERRORS = frozenset({"timeout", "connection", "too_large"})
 
-_SECONDS = re.compile(r"\d+(?:\.\d+)?")
-
-
-def parse_retry_after(value, now: float | None = None, date=None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value, or None when it is not one.
-
-    ``value`` is delay-seconds (``"120"``) or an HTTP date. A date is measured from
-    the response's ``Date`` header when given and valid (both are the server's
-    clock, so a skewed local clock does not matter), else from ``now`` (epoch
-    seconds, default the local clock). A date in the past means 0.
-    """
-    text = _text(value)
-    if not text:
-        return None
-    if _SECONDS.fullmatch(text):
-        return float(text)
-    when = _http_date(text)
-    if when is None:
-        return None
-    base = _http_date(_text(date)) if date else None
-    if base is None:
-        base = time.time() if now is None else now
-    return max(0.0, when - base)
-
-
-def _text(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        value = value.decode("latin-1")
-    return value.strip()
-
-
-def _http_date(text: str) -> float | None:
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:  # "-0000": UTC, as HTTP dates always are
-        when = when.replace(tzinfo=UTC)
-    return when.timestamp()
-
-
-class Window:
-    """One host's window: the AIMD arithmetic, no I/O (see the module docstring)."""
-
-    def __init__(self, minimum: int, maximum: int, start: int, grow_after: int):
-        self.minimum = minimum
-        self.maximum = maximum
-        self.value = min(max(start, minimum), maximum)
-        self.grow_after = max(1, grow_after)
-        self.clean = 0  # clean fetches since the last change or trouble
-        self.shrunk_at = float("-inf")  # monotonic time of the last decrease
-
-    def clean_fetch(self, started: float) -> bool:
-        """Count a clean fetch of a request that started at ``started``; True when the
-        window grew."""
-        if started < self.shrunk_at:
-            return False  # sent before the last decrease: says nothing about the new window
-        self.clean += 1
-        if self.clean < self.grow_after or self.value >= self.maximum:
-            return False
-        self.clean = 0
-        self.value += 1
-        return True
-
-    def trouble(self, started: float, now: float) -> bool:
-        """Count trouble on a request that started at ``started``; True when it shrank."""
-        self.clean = 0
-        if started < self.shrunk_at:
-            return False  # sent under the old window: the last decrease answered it
-        self.shrunk_at = now
-        smaller = max(self.minimum, self.value // 2)
-        changed = smaller != self.value
-        self.value = smaller
-        return changed
+# The request.meta key of the window generation a request was let through under.
+GEN_META = "crawlyx_window_gen"
+# A process whose share is full asks the job's budget for more at most this often (s).
+MIN_REPORT_GAP = 0.1
+# A share not heard of for this long (a late report: a busy or stalled process) is not
+# used before the next report: the window may have shrunk meanwhile.
+SHARE_LIFETIME = 2 * SYNC_INTERVAL
 
 
 class WindowMiddleware:
@@ -174,29 +106,27 @@ class WindowMiddleware:
             raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
+        self.settings = settings
         self.minimum, self.maximum = self.check_settings(settings)
         self.start = settings.getint("CRAWLYX_WINDOW_START")
-        self.grow_after = settings.getint("CRAWLYX_WINDOW_GROW_AFTER")
         self.slow = settings.getfloat("CRAWLYX_WINDOW_SLOW_SECONDS")
         self.large = settings.getint("CRAWLYX_WINDOW_LARGE_BYTES")
         self.retry_after_max = settings.getfloat("CRAWLYX_WINDOW_RETRY_AFTER_MAX")
-        self.windows: dict[str, Window] = {}
-        # Retry-After: slot key -> monotonic time before which nothing starts, and the
-        # slot and timer of the pause that enforces it.
-        self.paused_until: dict[str, float] = {}
-        self._holds: dict[str, tuple[object, object]] = {}
+        self.windows: dict[str, Host] = {}
+        self.budget: SharedBudget | None = None  # the job's, once the spider is open
+        self._reporting = None  # the looping call of the reports
+        # Slots paused for a Retry-After (a slot dropped while idle is made anew).
+        self._holds: dict[str, object] = {}
         # Crawl-delay: origin -> (the Robots it was read from, seconds or None).
         self._crawl_delays: dict[str, tuple[object, float | None]] = {}
         self._robots: RobotsMiddleware | None | bool = False  # False: not looked up yet
-        # The gate: requests through it per slot key, requests waiting at it, and which
-        # key each request through it counts against.
-        self._through: dict[str, int] = {}
-        self._waiting: dict[str, deque[asyncio.Future]] = {}
-        self._counted: dict[object, str] = {}
+        self._counted: dict[object, str] = {}  # request through the gate -> its slot key
+        self._wakeups: dict[str, object] = {}  # slot key -> the timer of a Crawl-delay wait
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
-        crawler.signals.connect(self._cap_dequeuing, signal=signals.engine_started)
+        crawler.signals.connect(self._engine_started, signal=signals.engine_started)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @staticmethod
     def check_settings(settings) -> tuple[int, int]:
@@ -218,50 +148,149 @@ class WindowMiddleware:
     def downloader(self):
         return self.crawler.engine.downloader
 
-    def window(self, key: str) -> Window:
-        window = self.windows.get(key)
-        if window is None:
+    def window(self, key: str) -> Host:
+        """The host's window as this process last heard it (``.value``)."""
+        host = self.windows.get(key)
+        if host is None:
             maximum = self.maximum
             # A DOWNLOAD_SLOTS entry with its own concurrency caps the window.
-            own = self.downloader.per_slot_settings.get(key, {}).get("concurrency")
+            own = slots.configured_concurrency(self.downloader, key)
             if own:
-                maximum = max(1, min(maximum, int(own)))
-            window = Window(min(self.minimum, maximum), maximum, self.start, self.grow_after)
-            self.windows[key] = window
-            self.stats.set_value(f"crawlyx/window/{key}", window.value)
+                maximum = max(1, min(maximum, own))
+            value = min(max(self.start, min(self.minimum, maximum)), maximum)
+            host = self.windows[key] = Host(key, maximum, value)
+            self.stats.set_value(f"crawlyx/window/{key}", host.value)
             self._cap_dequeuing()
-        return window
+        return host
 
     def _cap_dequeuing(self) -> None:
         """The engine takes requests from the frontier (shared by every process of the
         crawl) while the downloader holds fewer than its total concurrency. Requests
         beyond the windows would only wait at the gate, leased to this process, while
-        other processes starve: the total is what the windows hold."""
-        total = sum(window.value for window in self.windows.values()) or self.start
-        self.downloader.total_concurrency = total
+        other processes starve: the total is what this process may have through, its
+        share of each host's window (one for a host with a Crawl-delay: it starts one
+        request per delay)."""
+        shares = (1 if host.delay else max(1, host.share) for host in self.windows.values())
+        total = sum(shares) or self.start
+        slots.set_total_concurrency(self.downloader, total)
+
+    # -- the job's budget --------------------------------------------------------------
+
+    def _engine_started(self) -> None:
+        slots.check(self.downloader)  # a Scrapy upgrade that moved them fails here
+        self._cap_dequeuing()
+        if self.budget is None:
+            table = visited_table(self.crawler)
+            self.budget = SharedBudget(
+                crawl_state(self.crawler), table.owner, table.owner_prefix, self.settings
+            )
+        self._reporting = create_looping_call(self._report_all)
+        self._reporting.start(SYNC_INTERVAL, now=False)
+
+    def _spider_closed(self) -> None:
+        if self._reporting is not None and self._reporting.running:
+            self._reporting.stop()
+        self._report_all()  # nothing through: the shares go back
+
+    def _report_all(self) -> None:
+        for host in list(self.windows.values()):
+            if host.busy:
+                self._report(host)
+
+    def _report(self, host: Host, asking: bool = False, start: bool = False) -> Report | None:
+        """Report to the job's budget and act on the answer; None if Redis is unreachable
+        (what was pending goes with the next report)."""
+        if self.budget is None:
+            return None
+        before, share, trouble = host.value, host.share, host.trouble
+        try:
+            report = self.budget.report(host, asking, start)
+        except REDIS_DOWN as exc:
+            outage(self.stats, f"sharing the window of {host.key}", exc)
+            # Nothing more through until Redis answers (the frontier waits for it too).
+            host.share, host.synced_at = min(host.share, host.through), time.monotonic()
+            return None
+        key = host.key
+        if report.grew:
+            self.stats.inc_value("crawlyx/window/grows", report.grew)
+            # Routine (dozens in a short crawl): the progress line shows where windows stand.
+            self._changed(host, "grow", level=logging.DEBUG)
+        if report.shrank_from is not None:
+            self.stats.inc_value("crawlyx/window/shrinks")
+            self._changed(host, f"shrink from {report.shrank_from}: {trouble}")
+        elif not report.grew and host.value != before:
+            self._changed(host, "by another process", level=logging.DEBUG)
+        elif host.share != share:
+            self._cap_dequeuing()
+        if report.paused > max(0.0, host.paused_until - time.monotonic()) + 0.05:
+            self.pause(key, report.paused)  # set by another process
+        if not asking:  # else the gate is deciding already
+            self._wake(key)
+        return report
+
+    def _changed(self, host: Host, why: str, level: int = logging.INFO) -> None:
+        self.stats.set_value(f"crawlyx/window/{host.key}", host.value)
+        slot = slots.slot_of(self.downloader, host.key)
+        if slot is not None:
+            slots.set_concurrency(slot, host.value)
+        self._cap_dequeuing()
+        logger.log(level, "crawlyx: window %s %d (%s)", host.key, host.value, why)
 
     # -- the gate ----------------------------------------------------------------------
 
-    def _open(self, key: str) -> bool:
-        """May one more request to ``key`` go through?"""
-        if self.paused_until.get(key, 0) > time.monotonic():
+    def _open(self, host: Host) -> bool:
+        """May one more request to the host go through? (Counts it if so.)"""
+        now = time.monotonic()
+        if host.paused_until > now:
             return False
-        return self._through.get(key, 0) < self.window(key).value
+        age = now - host.synced_at
+        full = host.through >= host.share and host.share < host.value
+        if (full and age >= MIN_REPORT_GAP) or age >= SHARE_LIFETIME:
+            self._report(host, asking=True)  # there may be more to have, or less
+        if host.through >= host.share:
+            return False
+        if host.delay:
+            return self._start(host, now)
+        host.through += 1
+        return True
+
+    def _start(self, host: Host, now: float) -> bool:
+        """Crawl-delay: take the host's next start from the job's budget, once the delay
+        has passed since this process's last request to the host (robots.txt included,
+        fetched before the delay was known)."""
+        host.next_start = max(host.next_start, host.last_start + host.delay)
+        if host.next_start <= now:
+            report = self._report(host, asking=True, start=True)
+            if report is not None and report.started:
+                return True
+            host.next_start = now + (report.wait if report else 1.0)
+        if host.next_start > now and host.key not in self._wakeups:
+            self._wakeups[host.key] = call_later(host.next_start - now, self._woken, host.key)
+        return False
+
+    def _woken(self, key: str) -> None:
+        del self._wakeups[key]
+        self._wake(key)
 
     async def process_request(self, request):
-        key = self.downloader.get_slot_key(request)
-        waiting = self._waiting.setdefault(key, deque())
+        key = slots.key_of(self.downloader, request)
+        host = self.window(key)
+        if not request.meta.get("dont_obey_robotstxt"):
+            delay = self._crawl_delay(request)
+            if delay != host.delay:
+                host.delay = delay
+                self._cap_dequeuing()
         # First come, first served: nobody overtakes a request already waiting.
-        if waiting or not self._open(key):
-            await self._wait_turn(key, waiting)
-        else:
-            self._through[key] = self._through.get(key, 0) + 1
+        if host.waiting or not self._open(host):
+            await self._wait_turn(host)
         self._counted[request] = key
+        request.meta[GEN_META] = host.gen
+        host.last_start = time.monotonic()  # past the gate a request starts at once
         return None
 
-    async def _wait_turn(self, key: str, waiting: deque) -> None:
+    async def _wait_turn(self, host: Host) -> None:
         """Wait until :meth:`_wake` counts this request through."""
-        front = False
+        waiting, front = host.waiting, False
         while True:
             turn = asyncio.get_running_loop().create_future()
             if front:
@@ -272,31 +301,33 @@ class WindowMiddleware:
                 await turn
             except asyncio.CancelledError:
                 if turn.done() and not turn.cancelled():  # counted, then cancelled
-                    self._through[key] -= 1
-                    self._wake(key)
+                    host.through -= 1
+                    self._wake(host.key)
                 elif turn in waiting:
                     waiting.remove(turn)
                 raise
-            if self.paused_until.get(key, 0) <= time.monotonic():
+            if host.paused_until <= time.monotonic():
                 return
             # A Retry-After pause began between our turn and now: give the place back
             # and wait at the front.
-            self._through[key] -= 1
+            host.through -= 1
             front = True
 
     def _left(self, request, **kwargs):
         key = self._counted.pop(request, None)
         if key is not None:
-            self._through[key] -= 1
+            self.windows[key].through -= 1
             self._wake(key)
 
     def _wake(self, key: str) -> None:
         """Count waiters for ``key`` through, first come first served, while they fit."""
-        waiting = self._waiting.get(key)
-        while waiting and self._open(key):
+        host = self.windows[key]
+        waiting = host.waiting
+        while waiting and self._open(host):
             turn = waiting.popleft()
-            if not turn.done():
-                self._through[key] = self._through.get(key, 0) + 1
+            if turn.done():
+                host.through -= 1  # cancelled meanwhile: the place goes to the next
+            else:
                 turn.set_result(None)
 
     # -- requests entering a slot ------------------------------------------------------
@@ -305,25 +336,20 @@ class WindowMiddleware:
         """A request is being queued in its slot (the slot exists now): put the window,
         Crawl-delay and any Retry-After pause on the slot before the downloader looks
         at its queue."""
-        key = request.meta.get(self.downloader.DOWNLOAD_SLOT)
-        slot = self.downloader.slots.get(key)
+        key = slots.reached_key(self.downloader, request)
+        slot = slots.slot_of(self.downloader, key)
         if slot is None:
             return
-        request.meta["crawlyx_window_reached"] = time.monotonic()
-        slot.concurrency = self.window(key).value
-        delay = self._crawl_delay(request)
-        if delay and slot.delay * (1 - slot.jitter) < delay:
-            slot.delay, slot.jitter = delay, 0.0
+        host = self.window(key)
+        slots.set_concurrency(slot, host.value)
         # A slot idle for a minute is dropped by the downloader and made anew: a
         # pause still running must be put on the new one.
-        if self.paused_until.get(key, 0) > time.monotonic():
-            held = self._holds.get(key)
-            if held is None or held[0] is not slot:
-                self._hold(key, slot)
+        remaining = host.paused_until - time.monotonic()
+        if remaining > 0 and self._holds.get(key) is not slot:
+            self._holds[key] = slot
+            slots.hold(self.downloader, slot, remaining)
 
     def _crawl_delay(self, request) -> float | None:
-        if request.meta.get("dont_obey_robotstxt"):
-            return None  # robots.txt itself, fetched before its rules exist
         robots_mw = self._robots_middleware()
         if robots_mw is None:
             return None
@@ -344,12 +370,12 @@ class WindowMiddleware:
     # -- outcomes ----------------------------------------------------------------------
 
     def _downloaded(self, response, request, **kwargs):
-        key = request.meta.get(self.downloader.DOWNLOAD_SLOT)
+        key = slots.reached_key(self.downloader, request)
         if key is None:
             return
-        now = time.monotonic()
         latency = request.meta.get("download_latency") or 0.0
         status = response.status
+        host = self.window(key)
         if status in RETRY_AFTER_STATUSES:
             wait = parse_retry_after(
                 response.headers.get(b"Retry-After"), date=response.headers.get(b"Date")
@@ -363,9 +389,10 @@ class WindowMiddleware:
         elif len(response.body) >= self.large:
             reason = f"large body, {len(response.body)} bytes"
         else:
-            self._clean(key, started=now - latency)
+            if request.meta.get(GEN_META) == host.gen:
+                host.cleans += 1  # reported with the next report
             return
-        self._trouble(key, started=now - latency, now=now, reason=reason)
+        self._trouble(host, request, reason)
 
     def process_exception(self, request, exception):
         if isinstance(exception, (IgnoreRequest, StopDownload)) and not isinstance(
@@ -375,84 +402,45 @@ class WindowMiddleware:
         if request.meta.get("playwright"):
             return None  # a browser's failure (a script, a timeout) says nothing of the host
         error_class = classify(Failure(exception))
-        if error_class not in TROUBLE_ERRORS:
-            return None
-        key = self.downloader.get_slot_key(request)
-        now = time.monotonic()
-        # The handler does not say when a failed request started; the time it reached
-        # its slot is a lower bound (it may have waited in the queue).
-        started = request.meta.get("crawlyx_window_reached", now)
-        self._trouble(key, started=started, now=now, reason=error_class)
+        if error_class in TROUBLE_ERRORS:
+            host = self.window(slots.key_of(self.downloader, request))
+            self._trouble(host, request, error_class)
         return None
 
-    def _clean(self, key: str, started: float) -> None:
-        window = self.window(key)
-        if window.clean_fetch(started):
-            self.stats.inc_value("crawlyx/window/grows")
-            self._apply(key, window, "grow")
-
-    def _trouble(self, key: str, started: float, now: float, reason: str) -> None:
-        window = self.window(key)
-        before = window.value
-        if window.trouble(started, now):
-            self.stats.inc_value("crawlyx/window/shrinks")
-            self._apply(key, window, f"shrink from {before}: {reason}")
-
-    def _apply(self, key: str, window: Window, why: str) -> None:
-        self.stats.set_value(f"crawlyx/window/{key}", window.value)
-        slot = self.downloader.slots.get(key)
-        if slot is not None:
-            slot.concurrency = window.value
-        self._cap_dequeuing()
-        # A grow is routine (dozens in a short crawl): the progress line shows where the
-        # windows stand. A shrink is news.
-        level = logging.DEBUG if why == "grow" else logging.INFO
-        logger.log(level, "crawlyx: window %s %d (%s)", key, window.value, why)
-        self._wake(key)
+    def _trouble(self, host: Host, request, reason: str) -> None:
+        """Trouble on a request let through under the current generation: reported at
+        once. Of an older one (sent under the old, larger window), the decrease that ended
+        it answered it already."""
+        if request.meta.get(GEN_META, host.gen) == host.gen:
+            host.trouble = reason
+        if host.trouble or host.pause:
+            self._report(host)
 
     # -- Retry-After -------------------------------------------------------------------
 
     def pause(self, key: str, seconds: float) -> None:
-        """No request to ``key``'s slot starts in the next ``seconds``."""
+        """No request to ``key``'s slot starts in the next ``seconds`` (in any process of
+        the job, from their next report)."""
+        host = self.window(key)
         now = time.monotonic()
-        before = self.paused_until.get(key, 0)
+        before = host.paused_until
         if now + seconds <= before:
             return  # already paused at least that long
-        self.paused_until[key] = now + seconds
+        host.paused_until = host.pause = now + seconds  # the job hears of it next report
         if before <= now:
             # A new wait; a burst of 429s that extends it by a hair is the same wait.
             self.stats.inc_value("crawlyx/window/retry_after_waits")
             logger.info("crawlyx: window %s paused %.1f s (Retry-After)", key, seconds)
             call_later(seconds, self._resume, key)  # the gate reopens then
-        slot = self.downloader.slots.get(key)
+        slot = slots.slot_of(self.downloader, key)
         if slot is not None:
-            self._hold(key, slot)
+            self._holds[key] = slot
+            slots.hold(self.downloader, slot, seconds)
 
     def _resume(self, key: str) -> None:
-        remaining = self.paused_until[key] - time.monotonic()
+        remaining = self.windows[key].paused_until - time.monotonic()
         if remaining > 0:  # extended meanwhile, or the timer fired a hair early
             call_later(remaining, self._resume, key)
         else:
             logger.info("crawlyx: window %s resumed (Retry-After elapsed)", key)
             self._wake(key)
-
-    def _hold(self, key: str, slot) -> None:
-        remaining = self.paused_until[key] - time.monotonic()
-        if remaining <= 0:
-            return
-        # A pending latercall (the downloader's delay timer, or an earlier pause)
-        # is replaced: when ours fires, the downloader recomputes any delay left.
-        if slot.latercall is not None:
-            slot.latercall.cancel()
-        timer = call_later(remaining, self._release, key, slot)
-        slot.latercall = timer
-        self._holds[key] = (slot, timer)
-
-    def _release(self, key: str, slot) -> None:
-        held = self._holds.get(key)
-        if held is None or held[1] is not slot.latercall:
-            return
-        del self._holds[key]
-        # What the downloader's own delay timer does when it fires (Downloader._latercall).
-        slot.latercall = None
-        self.downloader._process_queue(slot)
