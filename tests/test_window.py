@@ -268,12 +268,15 @@ def test_the_gate_lets_through_at_most_the_window_in_order_and_holds_in_a_pause(
     asyncio.run(scenario())
 
 
-def test_grows_are_logged_at_debug_shrinks_and_pauses_at_info(caplog):
-    mw = WindowMiddleware(_crawler(CRAWLYX_WINDOW_GROW_AFTER=1))
+def test_grows_are_logged_at_debug_shrinks_at_info(redis_client, caplog):
+    mw = _middleware(redis_client, CRAWLYX_WINDOW_GROW_AFTER=1)
+    host = mw.window("h")
     with caplog.at_level(logging.DEBUG, logger="crawlyx.middlewares.window"):
         for _ in range(3):
-            mw._clean("h", started=time.monotonic())
-        mw._trouble("h", started=time.monotonic(), now=time.monotonic(), reason="HTTP 503")
+            host.cleans = 1
+            mw._report_all()
+        host.trouble = "HTTP 503"
+        mw._report_all()
     levels = [(r.levelno, r.getMessage()) for r in caplog.records]
     assert levels == [
         (logging.DEBUG, "crawlyx: window h 9 (grow)"),
