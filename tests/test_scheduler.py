@@ -8,6 +8,7 @@ import threading
 from types import SimpleNamespace
 
 import pytest
+import redis
 from scrapy import Request, signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
@@ -368,6 +369,27 @@ def test_a_page_is_done_only_once_its_item_is_out(scheduler):
         assert table.state_of(fp) == b"l"  # the item carries the lease
         crawler.signals.send_catch_log(scraped, item=item, response=response, spider=spider)
         assert table.state_of(fp) == b"d"
+
+
+def test_a_page_whose_reading_meets_a_redis_outage_is_given_back(scheduler):
+    crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
+    crawler.engine = engine_over(scheduler)
+    lease = LeaseMiddleware.from_crawler(crawler)
+    raised = {"outage": redis.ConnectionError("down"), "bug": ValueError("a bug")}
+    for name in raised:
+        scheduler.enqueue_request(Request(f"http://127.0.0.1:9/{name}", spider.parse))
+    for _ in raised:
+        request = scheduler.next_request()
+        fp = request.meta[LEASE_META]
+        response = HtmlResponse(request.url, body=b"<html></html>", request=request)
+        name = request.url.rsplit("/", 1)[1]
+        lease.process_spider_exception(response, raised[name])
+        # Redis failing the page's reading leaves it to fetch again; a bug is its end.
+        assert table.state_of(fp) == (b"q" if name == "outage" else b"d")
+    again = []
+    while (request := scheduler.next_request()) is not None:
+        again.append(request.url)
+    assert again == ["http://127.0.0.1:9/outage"]
 
 
 def test_a_failed_render_emits_the_http_version_under_the_lease_rules(scheduler):

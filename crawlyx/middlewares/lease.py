@@ -5,7 +5,8 @@ A page with an item is done once the item is: written by the feed exporter
 failed in a pipeline. So a crawl process killed outright never leaves a page done
 whose item was not written; at worst a written item's page is fetched again on
 resume. A page without an item is done once its callback's whole output has been
-consumed, or when the callback raises. Failed downloads are released by the spider's
+consumed, or when the callback raises (given back instead, to be fetched again, when
+what raised is Redis being unreachable). Failed downloads are released by the spider's
 errback. Together they move every leased URL to done, which is what lets the crawl end:
 "queue empty and nothing leased".
 
@@ -27,6 +28,7 @@ from weakref import WeakKeyDictionary
 from itemadapter import is_item
 from scrapy import Request, signals
 
+from crawlyx.frontier.state import REDIS_DOWN
 from crawlyx.frontier.visited import LEASE_META, visited_table
 
 _middlewares: WeakKeyDictionary = WeakKeyDictionary()
@@ -64,7 +66,13 @@ class LeaseMiddleware:
         visited_table(self.crawler).release(request)
 
     def process_spider_exception(self, response, exception):
-        visited_table(self.crawler).release(response.request)
+        table = visited_table(self.crawler)
+        if isinstance(exception, REDIS_DOWN):
+            # Redis failed the page's reading (its quota, its origin, its claims): the
+            # page is not handled, so it is not done. Given back, it is fetched again.
+            table.unlease(response.request)
+        else:
+            table.release(response.request)
 
     def _passed_on(self, request, output) -> bool:
         """Schedule a request now; the page's first item takes its lease over from the
