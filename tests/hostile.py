@@ -8,10 +8,9 @@ import zlib
 from collections import Counter
 from datetime import UTC, datetime
 from functools import cache
-from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from tests.site import QuietHandler
+from tests.site import QuietHandler, Serving
 
 
 @cache
@@ -46,24 +45,13 @@ HOME_LINKS = [
 ]
 
 
-class HostileSite:
+class HostileSite(Serving):
     def __init__(self):
         self.counts: Counter[str] = Counter()
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.base = f"http://127.0.0.1:{self.port}"
+        super().__init__(self._handler())
         now = datetime.now(UTC)
         self.this_month = f"{now.year}-{now.month:02d}"
-
-    def __enter__(self) -> HostileSite:
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     def _handler(self):
         site = self

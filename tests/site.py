@@ -282,6 +282,24 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 128  # a crawler opens connections in bursts
 
 
+class Serving:
+    """``handler`` served on a free port of 127.0.0.1 from a background thread, for the
+    life of a ``with`` block; ``base`` is its URL."""
+
+    def __init__(self, handler):
+        self.httpd = Server(("127.0.0.1", 0), handler)
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 class SiteServer:
     """The fixture site in a background thread; ``with SiteServer() as site: ...``."""
 

@@ -6,17 +6,16 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import threading
 import time
 from collections import Counter
 
 import pytest
 
 from tests.conftest import crawl_command, crawl_env, free_port
-from tests.site import QuietHandler, Server
+from tests.site import QuietHandler, Serving
 
 
-class RobotsSite:
+class RobotsSite(Serving):
     """Pages /, /a, /b, /private/c; robots.txt as the test says."""
 
     def __init__(self, robots):
@@ -36,16 +35,7 @@ class RobotsSite:
                     return self.reply(200, f"<title>{self.path}</title><p>page</p>".encode())
                 return self.reply(404)
 
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 def fetched(site) -> set[str]:

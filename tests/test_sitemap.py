@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import threading
-from http.server import ThreadingHTTPServer
 
 import pytest
 
 from crawlyx.content.sitemap import NotASitemap, read_sitemap
 from crawlyx.content.workers import PageWorkers
-from tests.site import QuietHandler, _sitemap
+from tests.site import QuietHandler, Serving, _sitemap
 
 
 def _read_in_workers(body: bytes, max_bytes: int):
@@ -40,24 +38,6 @@ def test_an_unreadable_sitemap_says_why():
         read_sitemap(b"not xml at all", 1 << 20)
 
 
-class GzippedSitemapSite:
-    """Robots.txt names a gzipped sitemap index; its gzipped sitemap lists two pages
-    that no page links to."""
-
-    def __init__(self):
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _GzippedSitemapHandler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 class _GzippedSitemapHandler(QuietHandler):
     def do_GET(self):  # noqa: N802
         b = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -76,7 +56,9 @@ class _GzippedSitemapHandler(QuietHandler):
 
 
 def test_a_crawl_reads_gzipped_sitemaps_in_the_workers(crawl):
-    with GzippedSitemapSite() as site:
+    # Robots.txt names a gzipped sitemap index; its gzipped sitemap lists two pages that
+    # no page links to.
+    with Serving(_GzippedSitemapHandler) as site:
         result = crawl(f"start={site.base}/")
     assert result.returncode == 0, result.log[-2000:]
     assert sorted(result.urls) == [f"{site.base}/", f"{site.base}/a", f"{site.base}/b"]
