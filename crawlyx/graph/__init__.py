@@ -1,0 +1,1 @@
+"""The site's link graph, and what is derived from it: the audit, the tree, llms.txt."""
