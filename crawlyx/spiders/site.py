@@ -17,6 +17,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.content.workers import page_workers
+from crawlyx.demand.recrawl import Recrawl
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.jobs import JobRun, generated_name
@@ -33,6 +34,8 @@ from crawlyx.urls.traps import PatternTraps, TrapRules
 
 class SiteSpider(Spider):
     name = "site"
+    # A refresh run's conditional requests: 304 Not Modified is an answer, not an error.
+    handle_httpstatus_list = [304]
 
     def __init__(self, *args, **kwargs):
         self.args = CrawlArgs.parse(**kwargs)
@@ -71,6 +74,8 @@ class SiteSpider(Spider):
         spider.pattern_traps = PatternTraps.from_settings(settings)
         spider.opt_out = OptOut.from_settings(settings)
         spider.job_run = JobRun.from_crawler(crawler)
+        spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
+        crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
@@ -101,15 +106,17 @@ class SiteSpider(Spider):
         return visited_table(self.crawler)
 
     async def start(self):
-        yield self._request(self.args.start, depth=0, referrer=None, anchor=True)
+        headers = self.recrawl.start_headers(normalize_url(self.args.start))
+        yield self._request(self.args.start, depth=0, referrer=None, anchor=True, headers=headers)
 
-    def _request(self, url, depth, referrer, anchor=False, callback=None):
+    def _request(self, url, depth, referrer, anchor=False, callback=None, headers=None):
         meta = {"depth": depth, "crawlyx_referrer": referrer}
         if anchor:
             meta["crawlyx_anchor"] = True
         if callback is None and self.render_mode == "always":  # pages, not sitemaps
             meta.update(self.browser_meta)
-        return Request(url, callback=callback or self.parse, errback=self.on_error, meta=meta)
+        callback = callback or self.parse
+        return Request(url, callback, headers=headers, errback=self.on_error, meta=meta)
 
     # -- scope ------------------------------------------------------------------------
 
@@ -168,13 +175,19 @@ class SiteSpider(Spider):
             )
         if response.meta.get("crawlyx_anchor"):
             origin = self._anchor(response)
+            if self.args.refresh:
+                for request in self._due(origin):
+                    yield request
             if self.args.sitemap:
                 for request in self._sitemap_seeds(origin):
                     yield request
+        url = normalize_url(response.url)
+        if response.status == 304:  # a conditional request's answer: unchanged
+            self.recrawl.not_modified(url, _facts(response))
+            return
         if not isinstance(response, HtmlResponse):
             return
         depth = response.meta.get("depth", 0)
-        url = normalize_url(response.url)
         referrer = response.meta.get("crawlyx_referrer")
         browser = render.from_browser(response)
         if browser and url != normalize_url(response.request.url):
@@ -217,15 +230,22 @@ class SiteSpider(Spider):
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
             return
+        digest, changed = self.recrawl.changed(url, page["markdown"])
+        if not self.recrawl.emit(changed):  # a refresh run's unchanged page: done
+            self.recrawl.fetched(url, digest, facts)
+            return
+        item = self._item(url, depth, referrer, page, facts, kind, changed)
         if self.args.max_pages is None:
-            yield self._item(url, depth, referrer, page, facts, kind)
+            self.recrawl.fetched(url, digest, facts)
+            yield item
             return
         if self.quota is None:
             client = crawl_state(self.crawler).client
             self.quota = PageQuota(client, self._meta_key, self.args.max_pages)
         fits, full = self.quota.take()
         if fits:
-            yield self._item(url, depth, referrer, page, facts, kind)
+            self.recrawl.fetched(url, digest, facts)
+            yield item
         else:
             # Fetched while the crawl was closing: not emitted, so not done either;
             # resuming the job crawls it.
@@ -237,8 +257,9 @@ class SiteSpider(Spider):
 
     def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str, chain=None):
         seen, skipped = self.visited, 0
+        new = self.recrawl.new(list(links))  # a refresh run fetches known pages when due
         for link, (raw, fp) in links.items():
-            if not self.allowed(link):
+            if link not in new or not self.allowed(link):
                 continue
             # Links this process already offered (navigation on every page) stop
             # here; the scheduler's claim decides the rest.
@@ -253,7 +274,7 @@ class SiteSpider(Spider):
             yield self._request(raw, depth=depth, referrer=referrer)
         self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
 
-    def _item(self, url, depth, referrer, page: dict, facts: dict, kind: str) -> PageItem:
+    def _item(self, url, depth, referrer, page, facts, kind, changed) -> PageItem:
         return PageItem(
             url=url,
             final_url=facts["final_url"],
@@ -274,6 +295,7 @@ class SiteSpider(Spider):
             render=kind,
             elapsed_ms=facts["elapsed_ms"],
             bytes=facts["bytes"],
+            changed=changed,
         )
 
     # -- rendering (see crawlyx/render/__init__.py) ----------------------------------------------
@@ -340,6 +362,14 @@ class SiteSpider(Spider):
         finally:
             self.visited.release(request)
 
+    # -- refresh runs (see crawlyx/demand/recrawl.py) ---------------------------------
+
+    def _due(self, origin):
+        """The site's pages due now, asked for with their conditional headers."""
+        for url, headers in self.recrawl.due(origin):
+            if self.in_scope(url) and self.allowed(url):
+                yield self._request(url, depth=1, referrer=None, headers=headers)
+
     # -- sitemaps ---------------------------------------------------------------------
 
     def _sitemap_seeds(self, origin):
@@ -360,13 +390,15 @@ class SiteSpider(Spider):
         except Exception as exc:  # bad gzip, not a sitemap, or it killed a worker
             self.logger.warning("Skipping sitemap %s: %s", response.url, exc)
             return
-        for loc in locs:
-            url = self._scoped(loc)
-            if url is None:
-                continue
-            if kind == "sitemapindex":
-                yield self._sitemap_request(loc)
-            elif self.allowed(url):
+        scoped = {loc: self._scoped(loc) for loc in locs}
+        if kind == "sitemapindex":
+            for loc, url in scoped.items():
+                if url is not None:
+                    yield self._sitemap_request(loc)
+            return
+        new = self.recrawl.new([url for url in scoped.values() if url is not None])
+        for loc, url in scoped.items():
+            if url in new and self.allowed(url):
                 yield self._request(loc, depth=1, referrer=None)
 
     # -- failures ---------------------------------------------------------------------
@@ -379,6 +411,10 @@ class SiteSpider(Spider):
             # lease middleware's ordering all the same.
             return errback_output(self.crawler, request, self._render_failed(request, detail))
         error_class = classify(failure)
+        if failure.check(HttpError) and self.recrawl.gone(
+            normalize_url(request.url), failure.value.response.status
+        ):
+            error_class = "gone"  # a page the registry knew, 404 or 410 now
         referrer = request.meta.get("crawlyx_referrer")
         if request.meta.get(render.RENDER_FAILED_META):
             detail += f" (after the browser failed: {request.meta[render.RENDER_FAILED_META]})"
