@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
 import pytest
 
 from tests.site import QuietHandler, Serving
+from tests.test_breadth import scrapy
 
 PAGE = (
     "<html><head><title>{title}</title></head>"
@@ -112,10 +114,21 @@ def test_refresh_emits_exactly_the_changed_and_new_pages(changing, crawl, tmp_pa
     assert changed == {f"{base}/{p}": False for p in ("", "a", "c", "d", "e")}
 
 
-def test_refresh_fetches_only_due_pages(changing, crawl):
+def test_refresh_fetches_only_due_pages(changing, crawl, redis_url, tmp_path):
     base = changing.base
     first = crawl(f"start={base}/", "sitemap=0")
     assert first.returncode == 0 and len(first.items) == 5
+    # What scrapy demand says of the site now: five pages at the base, due in a day.
+    shown = scrapy("demand", "--site", base, "--json", redis_url=redis_url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["pages"] == 5 and report["mode"] == "off"
+    assert report["actual"] == {"pages": {"6h": 0, "12h": 0, "24h": 5}, "hot_fraction": 0.0}
+    assert (report["due_now"], report["due_24h"]) == (0, 5)
+    assert report["ring"]["slices"] == 0
+    table = scrapy("demand", "--site", base, redis_url=redis_url, cwd=tmp_path).stdout
+    assert f"demand for {base}: 5 pages in the registry; ladder off" in table
+    assert scrapy("demand", redis_url=redis_url, cwd=tmp_path).returncode == 2
     changing.requests.clear()
     # Fetched moments ago at the default 24h interval: nothing is due, and links to
     # known pages are not followed; only the start URL is asked (conditionally), and robots.txt.
@@ -130,3 +143,51 @@ def test_a_refresh_without_a_registry_is_a_full_crawl(changing, crawl):
     result = crawl(f"start={changing.base}/", "sitemap=0", "refresh=1")
     assert result.returncode == 0, result.log[-3000:]
     assert len(result.items) == 5 and all(item["changed"] for item in result.items)
+
+
+# -- the ladder in a refresh run, fed by the visit ring ----------------------------------
+
+HOUR, DAY = 3600.0, 86400.0
+
+
+def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
+    from scrapy.utils.test import get_crawler
+
+    from crawlyx import demand
+    from crawlyx.demand.recrawl import Recrawl
+    from crawlyx.frontier.state import crawl_state
+    from crawlyx.spiders.site import SiteSpider
+    from tests.test_demand import crawlyx_settings
+
+    crawler = get_crawler(
+        settings_dict=crawlyx_settings(
+            CRAWLYX_REDIS_URL=redis_url, CRAWLYX_DEMAND_ENABLED=True, CRAWLYX_DEMAND_DRY_RUN=False
+        )
+    )
+    crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
+    demand.configure(crawler.settings, crawl_state(crawler))
+    recrawl = Recrawl(crawler, refresh=True)
+    site = f"https://ladder-{time.time_ns()}.example"
+    hot, cold, once = f"{site}/hot", f"{site}/cold", f"{site}/once"
+    fetched = time.time() - 3 * DAY
+    for url in (hot, cold, once):
+        recrawl.fetched(url, url, {}, now=fetched)  # at the base, 24h: due a day later
+    due = fetched + DAY
+    # hot: a visit in each of the last two 12h windows; once: in the last one only.
+    for when in (due - HOUR, due - 13 * HOUR):
+        assert demand.record_visit(site, hot, "GPTBot", when)
+    assert demand.record_visit(site, once, "GPTBot", due - HOUR)
+    demand.flush()
+
+    now = due + 60
+    for url in (hot, cold, once):
+        recrawl.fetched(url, url, {}, now=now)
+    registry = recrawl.registry(hot)
+    assert registry.page(hot).interval == 12 * HOUR  # promoted one rung
+    assert registry.page(hot).next_due == pytest.approx(now + 12 * HOUR, abs=0.1)
+    assert registry.page(cold).interval == DAY  # not visited: the base is the ceiling
+    assert registry.page(once).interval == DAY  # visited, but not in every window
+    assert registry.writes() == 1  # only the page that moved was written
+    assert crawler.stats.get_value("crawlyx/demand/ladder/promote") == 1
+    assert crawler.stats.get_value("crawlyx/demand/ladder/ceiling") == 1
+    assert crawler.stats.get_value("crawlyx/demand/ladder/visited") == 1
