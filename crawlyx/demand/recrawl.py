@@ -143,8 +143,9 @@ class Recrawl:
                     "%s: %d pages not fetched for the retention period forgotten", site, forgotten
                 )
             if self.ladder.enabled:
+                self.histograms.pop(site, None)
                 self.logged_at = None
-                self._histogram(site, now - HISTOGRAM_TTL)
+                self._histogram(site, now)
 
     # -- the ladder -----------------------------------------------------------------------
 

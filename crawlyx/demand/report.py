@@ -44,7 +44,7 @@ def read_demand(
         "due_now": registry.count_due(now),
         "due_24h": registry.count_due(now + DAY),
     }
-    if not ladder.acts:
+    if ladder.enabled and not ladder.acts:  # a dry run: where the ladder would put them
         report["counterfactual"] = _rungs(ladder, registry.histogram(shadow=True).counts)
     ring.refresh(now)
     fills = []
