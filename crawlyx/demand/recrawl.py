@@ -58,22 +58,17 @@ class Recrawl:
             registry = self.registries[site] = Registry.from_settings(state, site, self.settings)
         return registry
 
-    def changed(self, url: str, markdown: str) -> tuple[str, bool]:
-        """The hash of a page's markdown, and whether it differs from the one recorded
-        (a page the registry does not know is changed)."""
-        digest = hashlib.sha256(markdown.encode()).hexdigest()
-        page = self.registry(url).page(url)
-        changed = page is None or page.content_hash != digest
-        self.crawler.stats.inc_value(f"crawlyx/refresh/{'changed' if changed else 'unchanged'}")
-        return digest, changed
-
-    def fetched(self, url: str, digest: str, facts: dict, now: float | None = None) -> None:
-        """Record a page read from ``url`` (and emitted, or unchanged): its rung moves
-        if it was due, and it is due again one interval from now."""
+    def fetched(self, url: str, markdown: str, facts: dict, now: float | None = None) -> bool:
+        """Record a page read from ``url`` (emitted, or unchanged): its rung moves if it
+        was due, and it is due again one interval from now. True when the page is new or
+        its markdown changed (one round trip: the crawl process records every page)."""
         now = time.time() if now is None else now
         self._step(url, now)
+        digest = hashlib.sha256(markdown.encode()).hexdigest()
         etag, modified = facts.get("etag") or "", facts.get("last_modified") or ""
-        self.registry(url).fetched(url, now, digest, etag, modified)
+        changed = self.registry(url).fetched(url, now, digest, etag, modified)
+        self.crawler.stats.inc_value(f"crawlyx/refresh/{'changed' if changed else 'unchanged'}")
+        return changed
 
     def not_modified(self, url: str, facts: dict, now: float | None = None) -> None:
         """Record a 304 for ``url``: unchanged, due again one interval from now."""

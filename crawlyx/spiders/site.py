@@ -230,22 +230,14 @@ class SiteSpider(Spider):
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
             return
-        digest, changed = self.recrawl.changed(url, page["markdown"])
-        if not self.recrawl.emit(changed):  # a refresh run's unchanged page: done
-            self.recrawl.fetched(url, digest, facts)
-            return
-        item = self._item(url, depth, referrer, page, facts, kind, changed)
-        if self.args.max_pages is None:
-            self.recrawl.fetched(url, digest, facts)
-            yield item
-            return
-        if self.quota is None:
-            client = crawl_state(self.crawler).client
-            self.quota = PageQuota(client, self._meta_key, self.args.max_pages)
-        fits, full = self.quota.take()
+        fits, full = self._page_slot()
         if fits:
-            self.recrawl.fetched(url, digest, facts)
-            yield item
+            changed = self.recrawl.fetched(url, page["markdown"], facts)
+            if self.recrawl.emit(changed):
+                yield self._item(url, depth, referrer, page, facts, kind, changed)
+            elif self.quota is not None:  # a refresh run's unchanged page: done, slot unused
+                self.quota.put_back()
+                full = False
         else:
             # Fetched while the crawl was closing: not emitted, so not done either;
             # resuming the job crawls it.
@@ -254,6 +246,15 @@ class SiteSpider(Spider):
             # Nothing more is handed out; what is in flight drains, then the crawl
             # closes (raising here would cancel this very item in the pipelines).
             self.closing = True
+
+    def _page_slot(self) -> tuple[bool, bool]:
+        """A slot of max_pages for a page: (it fits, no slot is left for this process)."""
+        if self.args.max_pages is None:
+            return True, False
+        if self.quota is None:
+            client = crawl_state(self.crawler).client
+            self.quota = PageQuota(client, self._meta_key, self.args.max_pages)
+        return self.quota.take()
 
     def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str, chain=None):
         seen, skipped = self.visited, 0
