@@ -64,7 +64,7 @@ class Recrawl:
         its markdown changed (one round trip: the crawl process records every page)."""
         now = time.time() if now is None else now
         self._step(url, now)
-        digest = hashlib.sha256(markdown.encode()).hexdigest()
+        digest = hashlib.sha256((markdown or "").encode()).hexdigest()
         etag, modified = facts.get("etag") or "", facts.get("last_modified") or ""
         changed = self.registry(url).fetched(url, now, digest, etag, modified)
         self.crawler.stats.inc_value(f"crawlyx/refresh/{'changed' if changed else 'unchanged'}")
