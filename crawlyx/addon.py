@@ -127,11 +127,13 @@ class Addon:
         from crawlyx.extensions.demand import Demand
         from crawlyx.extensions.metrics import Metrics
         from crawlyx.frontier.jobs import ttl_seconds
+        from crawlyx.graph.recorder import GraphRecorder
         from crawlyx.middlewares.window import WindowMiddleware
 
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
         ttl_seconds(settings)
         Metrics.check_settings(settings)
+        GraphRecorder.check_settings(settings)
         if settings.getbool("CRAWLYX_WINDOW_ENABLED"):
             WindowMiddleware.check_settings(settings)
         if settings.getbool("CRAWLYX_BREADTH_ENABLED"):

@@ -77,6 +77,13 @@ CRAWLYX_RENDER_WAIT_UNTIL = "load"  # load | domcontentloaded | networkidle
 # before it is looked up, so no DNS query leaves for it. Empty: any host the SSRF guard allows.
 CRAWLYX_RENDER_ALLOWED_HOSTS = []
 
+# The site's link graph, kept per job in Redis as the crawl goes (crawlyx/graph/store.py):
+# each page's out-links with anchor text, every URL's outcome, redirect hops, sitemaps.
+CRAWLYX_GRAPH_ENABLED = True
+# Edges kept at most; past it the graph says truncated. At about 25 bytes an edge in
+# Redis (bench/graph.py), 2 M edges is some 50 MB: 40,000 pages of 50 internal links.
+CRAWLYX_GRAPH_MAX_EDGES = 2_000_000
+
 # Crawl breadth (crawlyx/breadth): distinct URLs per bot per UTC day, in HLL++ sketches
 # merged into Redis under crawlyx:_breadth:{site}:...; `scrapy visits`, `scrapy breadth`.
 CRAWLYX_BREADTH_ENABLED = True  # the crawl records its own fetches and the site's corpus

@@ -23,6 +23,7 @@ from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
 from crawlyx.frontier.state import crawl_state
 from crawlyx.frontier.visited import LEASE_META, visited_table
+from crawlyx.graph.recorder import graph_recorder
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
@@ -72,6 +73,7 @@ class SiteSpider(Spider):
         spider.opt_out = OptOut.from_settings(settings)
         spider.job_run = JobRun.from_crawler(crawler)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
+        spider.graph = graph_recorder(crawler)  # None: CRAWLYX_GRAPH_ENABLED off
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)
@@ -131,6 +133,8 @@ class SiteSpider(Spider):
         client.hsetnx(self._meta_key, "origin", origin)
         self.origin = None
         origin = self._scope()
+        if self.graph is not None:
+            self.graph.anchor(response)
         self.logger.info("Crawl scope: %s (start %s)", origin, self.args.start)
         return origin
 
@@ -172,6 +176,10 @@ class SiteSpider(Spider):
                 for request in self._sitemap_seeds(origin):
                     yield request
         if not isinstance(response, HtmlResponse):
+            if self.graph is not None:  # fetched, not a page: its status is all there is
+                self.graph.outcome(
+                    response.url, status=response.status, depth=response.meta.get("depth")
+                )
             return
         depth = response.meta.get("depth", 0)
         url = normalize_url(response.url)
@@ -216,17 +224,22 @@ class SiteSpider(Spider):
         refused = self.opt_out.refused(directives)
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
+        elif not self._fits(request):
             return
-        if self.args.max_pages is None:
+        if self.graph is not None:
+            self.graph.page(url, depth, page, directives, facts["status"])
+        if not refused:
             yield self._item(url, depth, referrer, page, facts, kind)
-            return
+
+    def _fits(self, request) -> bool:
+        """The page may be emitted: ``max_pages`` is not reached."""
+        if self.args.max_pages is None:
+            return True
         if self.quota is None:
             client = crawl_state(self.crawler).client
             self.quota = PageQuota(client, self._meta_key, self.args.max_pages)
         fits, full = self.quota.take()
-        if fits:
-            yield self._item(url, depth, referrer, page, facts, kind)
-        else:
+        if not fits:
             # Fetched while the crawl was closing: not emitted, so not done either;
             # resuming the job crawls it.
             self.visited.unlease(request)
@@ -234,6 +247,7 @@ class SiteSpider(Spider):
             # Nothing more is handed out; what is in flight drains, then the crawl
             # closes (raising here would cancel this very item in the pipelines).
             self.closing = True
+        return fits
 
     def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str, chain=None):
         seen, skipped = self.visited, 0
@@ -360,14 +374,19 @@ class SiteSpider(Spider):
         except Exception as exc:  # bad gzip, not a sitemap, or it killed a worker
             self.logger.warning("Skipping sitemap %s: %s", response.url, exc)
             return
+        listed = []
         for loc in locs:
             url = self._scoped(loc)
             if url is None:
                 continue
             if kind == "sitemapindex":
                 yield self._sitemap_request(loc)
-            elif self.allowed(url):
+                continue
+            listed.append(url)
+            if self.allowed(url):
                 yield self._request(loc, depth=1, referrer=None)
+        if self.graph is not None:
+            self.graph.sitemap(listed)
 
     # -- failures ---------------------------------------------------------------------
 
@@ -382,9 +401,11 @@ class SiteSpider(Spider):
         referrer = request.meta.get("crawlyx_referrer")
         if request.meta.get(render.RENDER_FAILED_META):
             detail += f" (after the browser failed: {request.meta[render.RENDER_FAILED_META]})"
+        response = getattr(failure.value, "response", None)  # an HTTP error's
+        status, depth = getattr(response, "status", None), request.meta.get("depth")
         # A refused redirect names the URLs it leaves unaccounted for (a loop's, all).
         for url in getattr(failure.value, "urls", None) or [request.url]:
-            self.errors.record(url, error_class, detail, referrer)
+            self.errors.record(url, error_class, detail, referrer, status=status, depth=depth)
         if request.meta.get("crawlyx_anchor"):
             self.start_failure = (error_class, f"{request.url} ({error_class}): {failure.value}")
         if failure.check(RobotsUnavailable):
