@@ -80,8 +80,10 @@ CRAWLYX_RENDER_ALLOWED_HOSTS = []
 # The site's link graph, kept per job in Redis as the crawl goes (crawlyx/graph/store.py):
 # each page's out-links with anchor text, every URL's outcome, redirect hops, sitemaps.
 CRAWLYX_GRAPH_ENABLED = True
-# Edges kept at most; past it the graph says truncated. At about 25 bytes an edge in
-# Redis (bench/graph.py), 2 M edges is some 50 MB: 40,000 pages of 50 internal links.
+# Edges kept at most; past it the graph says truncated. An edge is about 24 bytes in
+# Redis, a page about 2.4 KB with its 50 links (bench/graph.py): 2 M edges are some 40,000
+# pages, about 95 MB, and a few seconds to load; larger sites get a truncated graph
+# rather than a Redis that outgrows the crawl.
 CRAWLYX_GRAPH_MAX_EDGES = 2_000_000
 
 # Crawl breadth (crawlyx/breadth): distinct URLs per bot per UTC day, in HLL++ sketches

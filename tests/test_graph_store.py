@@ -7,13 +7,17 @@ import uuid
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from crawlyx import settings as project
+from crawlyx.addon import Addon
 from crawlyx.content.page import ANCHOR_MAX_CHARS, analyze
 from crawlyx.frontier.state import State
 from crawlyx.graph.model import Node
-from crawlyx.graph.recorder import GraphRecorder
+from crawlyx.graph.recorder import GraphRecorder, graph_recorder
 from crawlyx.graph.store import GraphStore, Record
 from tests.conftest import crawl_command, crawl_env, free_port, read_items
 from tests.site import QuietHandler, Serving, SiteServer
@@ -150,13 +154,23 @@ def test_a_redis_outage_drops_the_batch_and_counts_it():
     crawler = get_crawler(settings_dict=settings)
     crawler._apply_settings()
     recorder = GraphRecorder(crawler, 100)
-    dead = redis.Redis(port=free_port(), socket_connect_timeout=0.2)
+    dead = redis.Redis(port=free_port(), retry=Retry(NoBackoff(), 0))
     recorder._store = GraphStore(State(dead, "down"), 100)
     recorder.pending = [page("/a", 1, {"/b": ""}), page("/b", 2)]
     recorder.flush()  # no exception: the crawl goes on
     assert recorder.pending == []
     assert crawler.stats.get_value("crawlyx/graph/record_failures") == 2
     assert crawler.stats.get_value("crawlyx/redis/errors") == 1
+
+
+def test_the_graph_settings():
+    settings = {name: value for name, value in vars(project).items() if name.isupper()}
+    crawler = get_crawler(settings_dict={**settings, "CRAWLYX_GRAPH_ENABLED": False})
+    assert graph_recorder(crawler) is None
+    crawler = get_crawler(settings_dict=settings)
+    assert graph_recorder(crawler) is graph_recorder(crawler)  # one per crawl
+    with pytest.raises(ValueError, match="CRAWLYX_GRAPH_MAX_EDGES"):
+        Addon.check_settings(Settings({**settings, "CRAWLYX_GRAPH_MAX_EDGES": -1}))
 
 
 def test_links_carry_their_first_anchor_text():
@@ -212,8 +226,11 @@ def crawl_graph(redis_url, tmp_path, site, job, settings=None, processes=1):
 
 
 def test_a_crawl_records_its_graph(redis_url, tmp_path):
-    # /back-home redirects to the start page, claimed before anything links to it.
-    with SiteServer(redirects={"/back-home": "/"}, linked=("/back-home",)) as site:
+    # Linked from the home page: a redirect to the start page (claimed before anything
+    # links to it), a redirect loop, a redirect off the crawl's origin.
+    away = f"http://127.0.0.2:{free_port()}/outside"  # refused: never requested
+    redirects = {"/back-home": "/", "/loop-a": "/loop-b", "/loop-b": "/loop-a", "/away": away}
+    with SiteServer(redirects=redirects) as site:
         graph, items, _ = crawl_graph(redis_url, tmp_path, site, f"g-{uuid.uuid4().hex[:6]}")
     base = site.base
     nodes = {url[len(base) :]: node for url, node in graph.nodes.items()}
@@ -227,6 +244,13 @@ def test_a_crawl_records_its_graph(redis_url, tmp_path):
     assert (nodes["/old"].status, nodes["/old"].redirect) == (301, base + "/new")
     assert (nodes["/redirect-me"].status, nodes["/redirect-me"].redirect) == (302, base + "/about")
     assert not nodes["/old"].fetched and nodes["/new"].fetched
+    assert (nodes["/loop-a"].redirect, nodes["/loop-b"].redirect) == (
+        base + "/loop-b",
+        base + "/loop-a",
+    )
+    assert nodes["/loop-a"].error == nodes["/loop-b"].error == "trap"
+    assert (nodes["/away"].redirect, nodes["/away"].error) == (away, "out_of_scope")
+    assert away not in graph.nodes  # off the origin: not part of the graph
     # Cycles, and anchor texts (the fixture's are the hrefs as written).
     assert links["/cycle/a"] == {"/cycle/b": "/cycle/b"}
     assert links["/cycle/b"] == {"/cycle/a": "/cycle/a", "/cycle/b": "/cycle/b/"}
@@ -315,8 +339,8 @@ COMPARED = ("status", "error", "redirect", "fetched", "canonical", "robots", "si
 def test_two_processes_build_the_graph_one_process_builds(redis_url, tmp_path):
     # Two requests at a time per host, slow pages: both processes get a share.
     slow = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
-    with SiteServer(generated=60, latency=0.05) as site:
-        one, _, _ = crawl_graph(redis_url, tmp_path, site, f"g1-{uuid.uuid4().hex[:6]}", slow)
+    with SiteServer(generated=150, latency=0.1) as site:
+        one, _, _ = crawl_graph(redis_url, tmp_path, site, f"g1-{uuid.uuid4().hex[:6]}")
         two, items, _ = crawl_graph(
             redis_url, tmp_path, site, f"g2-{uuid.uuid4().hex[:6]}", slow, 2
         )

@@ -104,10 +104,10 @@ class GraphRecorder:
         self.stats.inc_value("crawlyx/graph/pages")
         self._add(Record(url, fields, links, signature))
 
-    def hop(self, request, target: str, reason) -> None:
-        """``request`` redirected to ``target`` (``reason``: the status, or a word for a
-        meta refresh, whose page's status is not known here)."""
-        source = self._internal(request.url)
+    def hop(self, source: str, target: str, reason, depth: int | None) -> None:
+        """``source`` (requested at ``depth``) redirected to ``target`` (``reason``: the
+        status, or a word for a meta refresh, whose page's status is not known here)."""
+        source = self._internal(source)
         if source is None:
             return
         try:
@@ -119,8 +119,8 @@ class GraphRecorder:
         fields = {"r": target}
         if isinstance(reason, int):
             fields["s"] = reason
-        if request.meta.get("depth") is not None:
-            fields["p"] = request.meta["depth"]
+        if depth is not None:
+            fields["p"] = depth
         self._add(Record(source, fields))
         if self._internal(target):
             self._add(Record(target))  # a node, even if nothing else comes of it
@@ -136,11 +136,14 @@ class GraphRecorder:
         chain = [*response.meta.get("redirect_urls", ()), response.url]
         reasons = response.meta.get("redirect_reasons", ())
         for source, target, reason in zip(chain, chain[1:], reasons, strict=False):
-            self.hop(response.request.replace(url=source), target, reason)
+            self.hop(source, target, reason, response.meta.get("depth"))
 
     def outcome(self, url: str, error_class=None, *, status=None, depth=None) -> None:
         """A URL's error class (a failed or skipped URL), status (an HTTP error's, or a
-        response that is not a page's), the depth it was requested at."""
+        response that is not a page's), the depth it was requested at. ``render`` is no
+        failure of the URL (the page was read over plain HTTP): not recorded."""
+        if error_class == "render":
+            return
         url = self._internal(url)
         if url is None:
             return

@@ -47,23 +47,30 @@ FIELDS = {
 
 # KEYS: ids, meta, links, nodes, sigs.
 # ARGV: max edges, records (JSON: a list of [url, {key: value}, links or null,
-#   signature or null]; links: [[url, anchor], ...]; signature: the index in ARGV of the
-#   raw signature), then the signatures.
+#   signature or null]; links: [[url, ...], [anchor, ...]]; signature: the index in ARGV
+#   of the raw signature), then the signatures.
 # Returns the edges kept by this call and whether the graph is truncated.
 _RECORD = """
 local ids, meta, links, nodes, sigs = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local max_edges = tonumber(ARGV[1])
-local function id_of(url)
-  local id = redis.call('HGET', ids, url)
-  if not id then
-    id = redis.call('HINCRBY', meta, 'next', 1)
-    redis.call('HSET', ids, url, id)
+local function ids_of(urls, n)  -- the ids of urls[1..n], given to those without one
+  local got = {}
+  for k = 1, n, 1000 do
+    local part = redis.call('HMGET', ids, unpack(urls, k, math.min(k + 999, n)))
+    for i = 1, #part do
+      local id = part[i]
+      if not id then
+        id = redis.call('HINCRBY', meta, 'next', 1)
+        redis.call('HSET', ids, urls[k + i - 1], id)
+      end
+      got[k + i - 1] = tonumber(id)
+    end
   end
-  return tonumber(id)
+  return got
 end
 local kept = 0
 for _, rec in ipairs(cjson.decode(ARGV[2])) do
-  local id, fields, out, sig = id_of(rec[1]), rec[2], rec[3], rec[4]
+  local id, fields, out, sig = ids_of({rec[1]}, 1)[1], rec[2], rec[3], rec[4]
   if next(fields) ~= nil then
     local raw = redis.call('HGET', nodes, id)
     local node = raw and cjson.decode(raw) or {}
@@ -73,8 +80,8 @@ for _, rec in ipairs(cjson.decode(ARGV[2])) do
     redis.call('HSET', nodes, id, cjson.encode(node))
   end
   if type(sig) == 'number' then redis.call('HSET', sigs, id, ARGV[sig]) end
-  if type(out) == 'table' and #out > 0 and redis.call('HEXISTS', links, id) == 0 then
-    local n = #out
+  if type(out) == 'table' and #out[1] > 0 and redis.call('HEXISTS', links, id) == 0 then
+    local n = #out[1]
     local room = max_edges - tonumber(redis.call('HGET', meta, 'edges') or '0')
     if n > room then
       n = math.max(room, 0)
@@ -82,9 +89,9 @@ for _, rec in ipairs(cjson.decode(ARGV[2])) do
     end
     if n > 0 then
       local packed, texts = {struct.pack('<I4', n)}, {}
-      for i = 1, n do
-        packed[i + 1] = struct.pack('<I4', id_of(out[i][1]))
-        texts[i] = out[i][2]
+      for i, target in ipairs(ids_of(out[1], n)) do
+        packed[i + 1] = struct.pack('<I4', target)
+        texts[i] = out[2][i]
       end
       redis.call('HSET', links, id, table.concat(packed) .. table.concat(texts, '\\0'))
       redis.call('HINCRBY', meta, 'edges', n)
@@ -132,7 +139,7 @@ class GraphStore:
         for rec in records:
             links = None
             if rec.links is not None:
-                links = [[url, text.replace(_NUL, "")] for url, text in rec.links.items()]
+                links = [list(rec.links), [text.replace(_NUL, "") for text in rec.links.values()]]
             sig = None
             if rec.signature is not None:
                 signatures.append(rec.signature)

@@ -50,7 +50,7 @@ class HopRules:
         graph = graph_recorder(self.crawler) if checked else None
         if graph is not None:
             # Every hop is in the link graph, followed or not, its target known or not.
-            graph.hop(request, redirected.url, reason)
+            graph.hop(request.url, redirected.url, reason, request.meta.get("depth"))
         redirected = super()._redirect(redirected, request, reason)  # the hop limit first
         if checked:
             _check_hop(spider, request, redirected.url)
