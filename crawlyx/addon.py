@@ -133,10 +133,10 @@ class Addon:
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
         ttl_seconds(settings)
         Metrics.check_settings(settings)
-        GraphRecorder.check_settings(settings)
         if settings.getbool("CRAWLYX_WINDOW_ENABLED"):
             WindowMiddleware.check_settings(settings)
         if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
             Breadth.check_settings(settings)
         if settings.getbool("CRAWLYX_DEMAND_ENABLED"):
             Demand.check_settings(settings)
+        GraphRecorder.check_settings(settings)
