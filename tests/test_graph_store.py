@@ -297,11 +297,17 @@ class SmallSite(QuietHandler):
         "/noindex": ["/a"],
     }
 
+    CANONICAL = {
+        "/a": '<link rel="canonical" href="/a?utm_source=x">',
+        "/b": '<link rel="canonical" href="https://Elsewhere.example/b">',
+    }
+
     def do_GET(self):  # noqa: N802
         links = self.PAGES.get(self.path)
         if links is None:
             return self.reply(404, "not found")
         meta = '<meta name="robots" content="noindex">' if self.path == "/noindex" else ""
+        meta += self.CANONICAL.get(self.path, "")
         anchors = "".join(f'<a href="{link}">to {link}</a>' for link in links)
         self.reply(
             200, f"<html><head>{meta}<title>{self.path}</title></head><body>{anchors}</body></html>"
@@ -327,6 +333,9 @@ def test_opted_out_pages_are_fetched_and_a_full_graph_says_truncated(redis_url, 
     assert noindex.fetched and "noindex" in noindex.robots and noindex.error == "opted_out"
     assert site.base + "/noindex" not in {item["url"] for item in read_items(out)}
     assert graph.nodes[site.base + "/a"].robots == ()
+    # Canonicals, normalized, on the origin or not.
+    assert graph.nodes[site.base + "/a"].canonical == site.base + "/a"
+    assert graph.nodes[site.base + "/b"].canonical == "https://elsewhere.example/b"
     # 7 links on the pages, 5 kept.
     assert graph.truncated and sum(map(len, graph.links.values())) == 5
     assert "'crawlyx/graph/truncated': 1" in proc.stderr

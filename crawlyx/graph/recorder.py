@@ -92,9 +92,11 @@ class GraphRecorder:
         for key, name in (("t", "title"), ("d", "description")):
             if page.get(name):
                 fields[key] = page[name]
-        canonical = self._internal(page.get("canonical")) if page.get("canonical") else None
-        if canonical:
-            fields["c"] = canonical
+        if page.get("canonical"):
+            try:  # on the origin or not: a canonical elsewhere is a finding of its own
+                fields["c"] = normalize_url(page["canonical"])
+            except ValueError:
+                pass
         if directives:
             fields["b"] = sorted(directives)
         anchors = page.get("anchors") or {}
