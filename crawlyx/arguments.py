@@ -16,6 +16,7 @@ from crawlyx.urls.normalize import normalize_url
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 RENDER_MODES = ("never", "auto", "always")  # -a render=: when pages go through the browser
+EMIT_MODES = ("changed", "all")  # -a emit=: which pages a refresh run writes
 # -a job=: a job name, also a Redis key segment (crawlyx:{job}:...), so no ':' or '*'.
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -36,11 +37,13 @@ class CrawlArgs:
     errors: str | None = None
     render: str = "auto"
     report: str | None = None
+    refresh: bool = False
+    emit: str = "changed"
 
     @classmethod
     def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
               sitemap=None, job=None, errors=None, render=None, report=None,
-              **_ignored) -> CrawlArgs:  # fmt: skip
+              refresh=None, emit=None, **_ignored) -> CrawlArgs:  # fmt: skip
         """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
         if not start:
             raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
@@ -70,6 +73,8 @@ class CrawlArgs:
             errors=_writable("errors", errors),
             render=_choice("render", render, RENDER_MODES, default="auto"),
             report=_writable("report", report),
+            refresh=_flag("refresh", refresh, default=False),
+            emit=_choice("emit", emit, EMIT_MODES, default="changed"),
         )
 
 

@@ -33,6 +33,7 @@ ERROR_CLASSES = (
     "parse",
     "opted_out",
     "out_of_scope",
+    "gone",
 )
 
 

@@ -21,6 +21,7 @@ PAGE_FIELDS = (
     "render",
     "elapsed_ms",
     "bytes",
+    "changed",
 )
 
 
@@ -43,6 +44,7 @@ class PageItem(scrapy.Item):
     render = scrapy.Field()  # "http" | "browser"
     elapsed_ms = scrapy.Field()
     bytes = scrapy.Field()
+    changed = scrapy.Field()  # new, or its markdown differs from the last crawl's
     # Not exported: the markdown's block keys, for the pipeline that drops repeated
     # blocks (see crawlyx.content.boilerplate); the pipeline removes it.
     blocks = scrapy.Field()

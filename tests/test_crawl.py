@@ -55,7 +55,7 @@ def test_item_fields(site, crawl):
     assert list(docs) == [
         "url", "final_url", "status", "fetched_at", "depth", "referrer", "title",
         "description", "lang", "canonical", "markdown", "links", "content_hash", "etag",
-        "last_modified", "render", "elapsed_ms", "bytes",
+        "last_modified", "render", "elapsed_ms", "bytes", "changed",
     ]  # fmt: skip
     assert docs["status"] == 200
     assert docs["title"] == "/docs/intro?a=1&b=2"

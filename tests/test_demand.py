@@ -299,7 +299,7 @@ def test_people_other_automation_and_crawlyx_are_not_visits(state):
 def test_module_api_records_flushes_and_asks(state, redis_url):
     settings = Settings(crawlyx_settings(CRAWLYX_REDIS_URL=redis_url, CRAWLYX_DEMAND_SLICE="30m"))
     demand.configure(settings, state=state)
-    now = time.time()
+    now = time.time() // 1800 * 1800 + 1700  # the visit, 1000 s before, in the same slice
     assert demand.record_visit(SITE, f"{SITE}/api", "GPTBot", now - 1000)
     assert not demand.record_visit(SITE, f"{SITE}/person", None, now)
     assert not demand.visited_within(SITE, f"{SITE}/api", "6h", now)  # not flushed yet
@@ -379,3 +379,9 @@ def test_a_crawl_with_demand_on_flushes_and_records_none_of_its_own_fetches(site
         settings={"CRAWLYX_DEMAND_ENABLED": "true", "CRAWLYX_DEMAND_SLICE": "an hour"},
     )
     assert bad.returncode == 2 and "CRAWLYX_DEMAND_SLICE" in bad.log
+    # The ring must be able to answer the ladder: a slice no longer than the fastest rung.
+    slow = crawl(
+        f"start=http://127.0.0.1:{site.port}/start",
+        settings={"CRAWLYX_DEMAND_ENABLED": "true", "CRAWLYX_DEMAND_SLICE": "7h"},
+    )
+    assert slow.returncode == 2 and "no longer than the fastest rung (6h)" in slow.log

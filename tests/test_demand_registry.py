@@ -10,7 +10,8 @@ from scrapy.settings import Settings
 
 import crawlyx.settings as project_settings
 from crawlyx.demand.ladder import PageState, ladder_for, step
-from crawlyx.demand.registry import Registry, demand_state
+from crawlyx.demand.registry import Registry
+from crawlyx.demand.store import demand_state
 from crawlyx.frontier.state import State
 
 H, D = 3600, 86400

@@ -28,8 +28,15 @@ class Command(ScrapyCrawl):
 
     def run(self, args, opts):
         super().run(args, opts)
+        if self.crawler is None:
+            return
+        try:
+            stats = self.crawler.stats
+        except RuntimeError:  # the crawl never started (its failure is in the log)
+            self.exitcode = self.exitcode or 1
+            return
         # The spider logged why (see SiteSpider.closed_start).
-        if self.crawler is not None and self.crawler.stats.get_value("crawlyx/start_failed"):
+        if stats.get_value("crawlyx/start_failed"):
             self.exitcode = self.exitcode or 1
 
     def process_options(self, args, opts):

@@ -3,14 +3,15 @@
 Per page: its URL, when it was last fetched, its content hash, its ETag and
 Last-Modified (for conditional requests), its interval on the rung ladder (and the dry
 run's shadow interval), and when it is next due. Pages belong to a site, across jobs and
-runs, so the keys sit outside every job's ``crawlyx:{job}:`` namespace, like breadth's::
+runs, so the keys sit outside every job's ``crawlyx:{job}:`` namespace, like breadth's,
+and apart from the visit ring's (whose reads SCAN their site's keys)::
 
-    crawlyx:_demand:{site}:page:{hash}   a hash per page (hash: of its URL)
-    crawlyx:_demand:{site}:due           sorted set, URL -> next-due time
-    crawlyx:_demand:{site}:fetched       sorted set, URL -> last fetch (for retention)
-    crawlyx:_demand:{site}:rungs         hash, interval -> pages on it (the histogram)
-    crawlyx:_demand:{site}:rungs:dry     the same for the dry run's shadow intervals
-    crawlyx:_demand:{site}:writes        interval writes so far (a converged site adds none)
+    crawlyx:_pages:{site}:page:{hash}   a hash per page (hash: of its URL)
+    crawlyx:_pages:{site}:due           sorted set, URL -> next-due time
+    crawlyx:_pages:{site}:fetched       sorted set, URL -> last fetch (for retention)
+    crawlyx:_pages:{site}:rungs         hash, interval -> pages on it (the histogram)
+    crawlyx:_pages:{site}:rungs:dry     the same for the dry run's shadow intervals
+    crawlyx:_pages:{site}:writes        interval writes so far (a converged site adds none)
 
 The next-due time is set at each fetch, from the page's interval as stored, and read
 as stored: a refresh run takes what is due now and never recomputes it from today's
@@ -28,7 +29,7 @@ from crawlyx.demand import durations
 from crawlyx.demand.ladder import Histogram, PageState, ladder_for
 from crawlyx.frontier.state import State
 
-NAMESPACE = "_demand"  # a State "job" that no crawl can be named
+NAMESPACE = "_pages"  # a State "job" that no crawl can be named
 
 # KEYS: page, due, fetched, rungs, rungs:dry. ARGV: url, now, base, hash, etag, modified.
 # Returns 1 when the page is new or its content hash changed.
@@ -157,21 +158,7 @@ class Registry:
         return bool(self._fetched(keys=keys, args=args))
 
     def page(self, url: str) -> Page | None:
-        row = {
-            k.decode(): v.decode() for k, v in self.state.client.hgetall(self.page_key(url)).items()
-        }
-        if "interval" not in row:
-            return None
-        return Page(
-            url=row["url"],
-            fetched=float(row["fetched"]),
-            content_hash=row["hash"],
-            etag=row["etag"],
-            last_modified=row["modified"],
-            interval=float(row["interval"]),
-            next_due=float(row["next_due"]),
-            shadow=float(row["shadow"]) if "shadow" in row else None,
-        )
+        return _page(self.state.client.hgetall(self.page_key(url)))
 
     # -- the PageStore the ladder steps on ---------------------------------------------
 
@@ -198,6 +185,39 @@ class Registry:
     def writes(self) -> int:
         return int(self.state.client.get(self.key("writes")) or 0)
 
+    def forget(self, url: str) -> bool:
+        """Forget ``url`` (it is gone); False if the registry did not know it."""
+        keys = [self.page_key(url), *self._site_keys()]
+        return bool(self._forget(keys=keys, args=[url, "1e300"]))
+
+    def known(self, urls: list[str]) -> set[str]:
+        """Those of ``urls`` the registry knows, in one round trip."""
+        if not urls:
+            return set()
+        scores = self.state.client.zmscore(self.key("due"), urls)
+        return {url for url, score in zip(urls, scores, strict=True) if score is not None}
+
+    def due_pages(self, now: float, snapshot: str, batch: int = 500):
+        """The pages due at ``now``, from a copy of the due set kept under the key
+        ``snapshot`` (made at the first call, reused after: a resumed run walks the same
+        list), read ``batch`` at a time, in one round trip each."""
+        client = self.state.client
+        if not client.exists(snapshot):
+            client.zrangestore(snapshot, self.key("due"), "-inf", now, byscore=True)
+        for offset in range(0, client.zcard(snapshot), batch):
+            urls = [u.decode() for u in client.zrange(snapshot, offset, offset + batch - 1)]
+            with client.pipeline(transaction=False) as pipe:
+                for url in urls:
+                    pipe.hgetall(self.page_key(url))
+                rows = pipe.execute()
+            for row in rows:
+                page = _page(row)
+                if page is not None:  # forgotten since the copy was made
+                    yield page
+
+    def count_due(self, until: float) -> int:
+        return self.state.client.zcount(self.key("due"), "-inf", until)
+
     def prune(self, now: float, batch: int = 500) -> int:
         """Forget the pages not fetched for ``retention`` seconds; how many."""
         forgotten, cutoff = 0, now - self.retention
@@ -212,6 +232,23 @@ class Registry:
                 return forgotten
 
 
-def demand_state(client, embedded=None) -> State:
-    """The demand namespace on a Redis client (a crawl's, or one of its own)."""
+def registry_state(client, embedded=None) -> State:
+    """The registry's namespace on a Redis client (a crawl's, or one of its own)."""
     return State(client, NAMESPACE, embedded)
+
+
+def _page(raw: dict) -> Page | None:
+    """A page as its hash stores it; None for a hash with no page (forgotten)."""
+    row = {k.decode(): v.decode() for k, v in raw.items()}
+    if "interval" not in row:
+        return None
+    return Page(
+        url=row["url"],
+        fetched=float(row["fetched"]),
+        content_hash=row["hash"],
+        etag=row["etag"],
+        last_modified=row["modified"],
+        interval=float(row["interval"]),
+        next_due=float(row["next_due"]),
+        shadow=float(row["shadow"]) if "shadow" in row else None,
+    )

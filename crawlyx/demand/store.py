@@ -202,11 +202,16 @@ class MergedRing:
                     raise
                 self.read_at = now  # keep the last union; try again an interval later
                 logger.warning("crawlyx: demand read failed, using the last one: %s", exc)
+        return self.visited_between(url, now - seconds)
+
+    def visited_between(self, url: str, since: float, until: float | None = None) -> bool:
+        """Whether ``url`` was visited in a slice that overlaps ``since``..``until`` (no
+        upper bound by default: a visit logged by a clock ahead counts), per the union as
+        last read: the ladder's promotion windows, each asked on its own."""
         value = digest(url)
-        since = now - seconds
         where: dict[tuple[int, int], list[int]] = {}  # positions per sizing
         for layout, data in self.slices.items():
-            if layout.end > since:
+            if layout.end > since and (until is None or layout.start < until):
                 sizing = (layout.bits, layout.hashes)
                 spots = where.get(sizing)
                 if spots is None:

@@ -26,6 +26,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from crawlyx import demand
+from crawlyx.demand import ladder
 from crawlyx.demand.ring import RingConfig
 from crawlyx.frontier.state import crawl_state
 
@@ -42,8 +43,11 @@ class Demand:
 
     @staticmethod
     def check_settings(settings) -> RingConfig:
-        """The ring's settings; ValueError (naming the setting) if one is bad."""
-        return RingConfig.from_settings(settings)
+        """The ring's and the ladder's settings, and that the ring can answer what the
+        ladder asks; ValueError (one line naming the setting) if not."""
+        config = RingConfig.from_settings(settings)
+        ladder.check(settings)
+        return config
 
     @classmethod
     def from_crawler(cls, crawler):

@@ -1,14 +1,14 @@
 """Requests in the Redis queue: data with a fixed schema, never code.
 
 A queued request is a JSON object with the URL, the method (GET or HEAD, no body), the
-Referer header, priority, ``dont_filter``, the names of its callback and errback, and
-the meta keys crawlyx and Scrapy's retry and redirect middlewares read. Anyone who can
-write to a shared Redis can queue a URL, but not make a crawler run code (as a pickled
-request would), call a spider method that is not a callback, or set a meta key that
-changes how a request is fetched (a proxy, ``dont_obey_robotstxt``). On the way in,
-other meta keys (downloader state copied onto a redirect: the slot, the latency) and
-other headers (set again by the downloader middlewares) are left out. On the way out,
-an entry that does not fit the schema is refused whole.
+Referer and conditional headers, priority, ``dont_filter``, the names of its callback
+and errback, and the meta keys crawlyx and Scrapy's retry and redirect middlewares
+read. Anyone who can write to a shared Redis can queue a URL, but not make a crawler
+run code (as a pickled request would), call a spider method that is not a callback, or
+set a meta key that changes how a request is fetched (a proxy, ``dont_obey_robotstxt``).
+On the way in, other meta keys (downloader state copied onto a redirect: the slot, the
+latency) and other headers (set again by the downloader middlewares) are left out. On
+the way out, an entry that does not fit the schema is refused whole.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from scrapy import Request
 from crawlyx.render import HTTP_PAGE_META, RENDER_FAILED_META, RENDER_META
 
 METHODS = frozenset({"GET", "HEAD"})
-HEADERS = frozenset({"Referer"})  # set by Scrapy's RefererMiddleware from the spider's output
+# Referer: set by Scrapy's RefererMiddleware from the spider's output; the conditional
+# headers: a refresh run's (crawlyx.demand.recrawl).
+HEADERS = frozenset({"Referer", "If-None-Match", "If-Modified-Since"})
 # The spider's methods a queued request may name, as callback or errback.
 CALLBACKS = frozenset({"parse", "parse_sitemap", "on_error"})
 META = frozenset(

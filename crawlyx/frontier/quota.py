@@ -37,6 +37,10 @@ class PageQuota:
         self.slots -= 1
         return True, self.exhausted and not self.slots
 
+    def put_back(self) -> None:
+        """Give back the slot of a page that was not emitted after all."""
+        self.slots += 1
+
     def release(self) -> None:
         """Give the slots taken and not used back to the job."""
         if self.slots:

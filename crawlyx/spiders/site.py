@@ -17,6 +17,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.content.workers import page_workers
+from crawlyx.demand.recrawl import Recrawl
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.jobs import JobRun, generated_name
@@ -34,6 +35,8 @@ from crawlyx.urls.traps import PatternTraps, TrapRules
 
 class SiteSpider(Spider):
     name = "site"
+    # A refresh run's conditional requests: 304 Not Modified is an answer, not an error.
+    handle_httpstatus_list = [304]
 
     def __init__(self, *args, **kwargs):
         self.args = CrawlArgs.parse(**kwargs)
@@ -72,6 +75,8 @@ class SiteSpider(Spider):
         spider.pattern_traps = PatternTraps.from_settings(settings)
         spider.opt_out = OptOut.from_settings(settings)
         spider.job_run = JobRun.from_crawler(crawler)
+        spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
+        crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
         spider.graph = graph_recorder(crawler)  # None: CRAWLYX_GRAPH_ENABLED off
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
@@ -103,15 +108,17 @@ class SiteSpider(Spider):
         return visited_table(self.crawler)
 
     async def start(self):
-        yield self._request(self.args.start, depth=0, referrer=None, anchor=True)
+        headers = self.recrawl.start_headers(normalize_url(self.args.start))
+        yield self._request(self.args.start, depth=0, referrer=None, anchor=True, headers=headers)
 
-    def _request(self, url, depth, referrer, anchor=False, callback=None):
+    def _request(self, url, depth, referrer, anchor=False, callback=None, headers=None):
         meta = {"depth": depth, "crawlyx_referrer": referrer}
         if anchor:
             meta["crawlyx_anchor"] = True
         if callback is None and self.render_mode == "always":  # pages, not sitemaps
             meta.update(self.browser_meta)
-        return Request(url, callback=callback or self.parse, errback=self.on_error, meta=meta)
+        callback = callback or self.parse
+        return Request(url, callback, headers=headers, errback=self.on_error, meta=meta)
 
     # -- scope ------------------------------------------------------------------------
 
@@ -172,9 +179,18 @@ class SiteSpider(Spider):
             )
         if response.meta.get("crawlyx_anchor"):
             origin = self._anchor(response)
+            if self.args.refresh:
+                for request in self._due(origin):
+                    yield request
             if self.args.sitemap:
                 for request in self._sitemap_seeds(origin):
                     yield request
+        url = normalize_url(response.url)
+        if response.status == 304:  # a conditional request's answer: unchanged
+            self.recrawl.not_modified(url, _facts(response))
+            if self.graph is not None:  # not read again: its links are not known this run
+                self.graph.outcome(url, status=304, depth=response.meta.get("depth"))
+            return
         if not isinstance(response, HtmlResponse):
             if self.graph is not None:  # fetched, not a page: its status is all there is
                 self.graph.outcome(
@@ -182,7 +198,6 @@ class SiteSpider(Spider):
                 )
             return
         depth = response.meta.get("depth", 0)
-        url = normalize_url(response.url)
         referrer = response.meta.get("crawlyx_referrer")
         browser = render.from_browser(response)
         if browser and url != normalize_url(response.request.url):
@@ -224,22 +239,20 @@ class SiteSpider(Spider):
         refused = self.opt_out.refused(directives)
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
-        elif not self._fits(request):
+            if self.graph is not None:  # read, and kept out of the output
+                self.graph.page(url, depth, page, directives, facts["status"])
             return
-        if self.graph is not None:
-            self.graph.page(url, depth, page, directives, facts["status"])
-        if not refused:
-            yield self._item(url, depth, referrer, page, facts, kind)
-
-    def _fits(self, request) -> bool:
-        """The page may be emitted: ``max_pages`` is not reached."""
-        if self.args.max_pages is None:
-            return True
-        if self.quota is None:
-            client = crawl_state(self.crawler).client
-            self.quota = PageQuota(client, self._meta_key, self.args.max_pages)
-        fits, full = self.quota.take()
-        if not fits:
+        fits, full = self._page_slot()
+        if fits:
+            if self.graph is not None:
+                self.graph.page(url, depth, page, directives, facts["status"])
+            changed = self.recrawl.fetched(url, page["markdown"], facts)
+            if self.recrawl.emit(changed):
+                yield self._item(url, depth, referrer, page, facts, kind, changed)
+            elif self.quota is not None:  # a refresh run's unchanged page: done, slot unused
+                self.quota.put_back()
+                full = False
+        else:
             # Fetched while the crawl was closing: not emitted, so not done either;
             # resuming the job crawls it.
             self.visited.unlease(request)
@@ -247,12 +260,21 @@ class SiteSpider(Spider):
             # Nothing more is handed out; what is in flight drains, then the crawl
             # closes (raising here would cancel this very item in the pipelines).
             self.closing = True
-        return fits
+
+    def _page_slot(self) -> tuple[bool, bool]:
+        """A slot of max_pages for a page: (it fits, no slot is left for this process)."""
+        if self.args.max_pages is None:
+            return True, False
+        if self.quota is None:
+            client = crawl_state(self.crawler).client
+            self.quota = PageQuota(client, self._meta_key, self.args.max_pages)
+        return self.quota.take()
 
     def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str, chain=None):
         seen, skipped = self.visited, 0
+        new = self.recrawl.new(list(links))  # a refresh run fetches known pages when due
         for link, (raw, fp) in links.items():
-            if not self.allowed(link):
+            if link not in new or not self.allowed(link):
                 continue
             # Links this process already offered (navigation on every page) stop
             # here; the scheduler's claim decides the rest.
@@ -267,7 +289,7 @@ class SiteSpider(Spider):
             yield self._request(raw, depth=depth, referrer=referrer)
         self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
 
-    def _item(self, url, depth, referrer, page: dict, facts: dict, kind: str) -> PageItem:
+    def _item(self, url, depth, referrer, page, facts, kind, changed) -> PageItem:
         return PageItem(
             url=url,
             final_url=facts["final_url"],
@@ -288,6 +310,7 @@ class SiteSpider(Spider):
             render=kind,
             elapsed_ms=facts["elapsed_ms"],
             bytes=facts["bytes"],
+            changed=changed,
         )
 
     # -- rendering (see crawlyx/render/__init__.py) ----------------------------------------------
@@ -354,6 +377,14 @@ class SiteSpider(Spider):
         finally:
             self.visited.release(request)
 
+    # -- refresh runs (see crawlyx/demand/recrawl.py) ---------------------------------
+
+    def _due(self, origin):
+        """The site's pages due now, asked for with their conditional headers."""
+        for url, headers in self.recrawl.due(origin):
+            if self.in_scope(url) and self.allowed(url):
+                yield self._request(url, depth=1, referrer=None, headers=headers)
+
     # -- sitemaps ---------------------------------------------------------------------
 
     def _sitemap_seeds(self, origin):
@@ -374,19 +405,19 @@ class SiteSpider(Spider):
         except Exception as exc:  # bad gzip, not a sitemap, or it killed a worker
             self.logger.warning("Skipping sitemap %s: %s", response.url, exc)
             return
-        listed = []
-        for loc in locs:
-            url = self._scoped(loc)
-            if url is None:
-                continue
-            if kind == "sitemapindex":
-                yield self._sitemap_request(loc)
-                continue
-            listed.append(url)
-            if self.allowed(url):
-                yield self._request(loc, depth=1, referrer=None)
+        scoped = {loc: self._scoped(loc) for loc in locs}
+        if kind == "sitemapindex":
+            for loc, url in scoped.items():
+                if url is not None:
+                    yield self._sitemap_request(loc)
+            return
+        listed = [url for url in scoped.values() if url is not None]
         if self.graph is not None:
             self.graph.sitemap(listed)
+        new = self.recrawl.new(listed)
+        for loc, url in scoped.items():
+            if url in new and self.allowed(url):
+                yield self._request(loc, depth=1, referrer=None)
 
     # -- failures ---------------------------------------------------------------------
 
@@ -398,6 +429,10 @@ class SiteSpider(Spider):
             # lease middleware's ordering all the same.
             return errback_output(self.crawler, request, self._render_failed(request, detail))
         error_class = classify(failure)
+        if failure.check(HttpError) and self.recrawl.gone(
+            normalize_url(request.url), failure.value.response.status
+        ):
+            error_class = "gone"  # a page the registry knew, 404 or 410 now
         referrer = request.meta.get("crawlyx_referrer")
         if request.meta.get(render.RENDER_FAILED_META):
             detail += f" (after the browser failed: {request.meta[render.RENDER_FAILED_META]})"

@@ -1,0 +1,180 @@
+"""Crawling a site again: the pages that are due, asked for conditionally, and what changed.
+
+Every page a crawl reads is recorded in its site's registry (:mod:`.registry`): when it
+was fetched, a hash of its markdown, its ETag and Last-Modified, its interval and so
+when it is next due. A refresh run (``-a refresh=1``) starts from the start URL as any
+crawl does and then asks for the pages that are due, with ``If-None-Match`` and
+``If-Modified-Since``; it follows links only to pages the registry does not know yet
+(a known page is fetched when it is due, not because something links it).
+
+Unchanged means a 304, or the same markdown hash (the hash is taken of the page's
+markdown before site-wide boilerplate is dropped: that depends on which pages a run
+happened to read). Unchanged pages are not emitted unless ``-a emit=all``, which also
+drops the conditional headers (a 304 has nothing to emit). A known page that answers
+404 or 410 is gone: it leaves the registry and is recorded under the ``gone`` class.
+
+When the page was due, the rung ladder (:mod:`.ladder`, CRAWLYX_DEMAND_ENABLED) decides
+its next interval first, from the visit ring; a dry run moves only the shadow interval
+and logs the counterfactual histogram every CRAWLYX_DEMAND_STATS_INTERVAL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+
+from crawlyx import demand
+from crawlyx.demand.ladder import Histogram, ladder_for, step
+from crawlyx.demand.registry import Page, Registry, registry_state
+from crawlyx.frontier.state import crawl_state
+from crawlyx.urls.normalize import url_origin
+
+logger = logging.getLogger(__name__)
+
+GONE = (404, 410)
+HISTOGRAM_TTL = 60.0  # seconds a site's rung histogram (the backstop's input) is reused
+COLD_KICK = 1.0  # a cold ring is read again at most this often
+
+
+class Recrawl:
+    def __init__(self, crawler, refresh: bool = False, emit_all: bool = False):
+        self.crawler = crawler
+        self.settings = crawler.settings
+        self.refresh = refresh
+        self.emit_all = emit_all
+        self.ladder = ladder_for(self.settings)  # checked at start (crawlyx.addon)
+        self.registries: dict[str, Registry] = {}
+        self.histograms: dict[str, tuple[float, Histogram]] = {}
+        self.logged_at: float | None = None  # when the rung histogram was last logged
+
+    # -- the registry ---------------------------------------------------------------------
+
+    def registry(self, url: str) -> Registry:
+        site = url_origin(url)
+        registry = self.registries.get(site)
+        if registry is None:
+            state = registry_state(crawl_state(self.crawler).client)
+            registry = self.registries[site] = Registry.from_settings(state, site, self.settings)
+        return registry
+
+    def fetched(self, url: str, markdown: str, facts: dict, now: float | None = None) -> bool:
+        """Record a page read from ``url`` (emitted, or unchanged): its rung moves if it
+        was due, and it is due again one interval from now. True when the page is new or
+        its markdown changed (one round trip: the crawl process records every page)."""
+        now = time.time() if now is None else now
+        self._step(url, now)
+        digest = hashlib.sha256(markdown.encode()).hexdigest()
+        etag, modified = facts.get("etag") or "", facts.get("last_modified") or ""
+        changed = self.registry(url).fetched(url, now, digest, etag, modified)
+        self.crawler.stats.inc_value(f"crawlyx/refresh/{'changed' if changed else 'unchanged'}")
+        return changed
+
+    def not_modified(self, url: str, facts: dict, now: float | None = None) -> None:
+        """Record a 304 for ``url``: unchanged, due again one interval from now."""
+        now = time.time() if now is None else now
+        registry = self.registry(url)
+        page = registry.page(url)
+        if page is None:  # forgotten meanwhile: nothing to keep
+            return
+        self._step(url, now)
+        etag = facts.get("etag") or page.etag
+        modified = facts.get("last_modified") or page.last_modified
+        registry.fetched(url, now, page.content_hash, etag, modified)
+        self.crawler.stats.inc_value("crawlyx/refresh/unchanged")
+        self.crawler.stats.inc_value("crawlyx/refresh/not_modified")
+
+    def gone(self, url: str, status: int) -> bool:
+        """A 404/410 for a page the registry knew: forgotten, and True (class ``gone``)."""
+        if status not in GONE or not self.registry(url).forget(url):
+            return False
+        self.crawler.stats.inc_value("crawlyx/refresh/gone")
+        return True
+
+    def emit(self, changed: bool) -> bool:
+        """Whether a page is written to the output."""
+        return changed or not self.refresh or self.emit_all
+
+    # -- what a refresh run asks for ------------------------------------------------------
+
+    def due(self, origin: str, now: float | None = None):
+        """The site's pages due at ``now``, each with its conditional headers."""
+        now = time.time() if now is None else now
+        snapshot = crawl_state(self.crawler).key("refresh:due")
+        for page in self.registry(origin + "/").due_pages(now, snapshot):
+            self.crawler.stats.inc_value("crawlyx/refresh/due")
+            yield page.url, self.headers(page)
+
+    def headers(self, page: Page | None) -> dict[str, str]:
+        """The conditional headers for ``page`` (none for ``emit=all``: it needs the body)."""
+        if page is None or self.emit_all:
+            return {}
+        headers = {}
+        if page.etag:
+            headers["If-None-Match"] = page.etag
+        if page.last_modified:
+            headers["If-Modified-Since"] = page.last_modified
+        return headers
+
+    def start_headers(self, url: str) -> dict[str, str]:
+        return self.headers(self.registry(url).page(url)) if self.refresh else {}
+
+    def new(self, urls: list[str]) -> set[str]:
+        """Those of ``urls`` a refresh run follows: every one in a full crawl, only the
+        ones the registry does not know in a refresh run."""
+        if not self.refresh or not urls:
+            return set(urls)
+        return set(urls) - self.registry(urls[0]).known(urls)
+
+    def close(self) -> None:
+        """At the crawl's end: forget the pages of its sites not fetched for
+        CRAWLYX_DEMAND_RETENTION, and log where the ladder has put the rest."""
+        now = time.time()
+        for site, registry in self.registries.items():
+            forgotten = registry.prune(now)
+            if forgotten:
+                self.crawler.stats.inc_value("crawlyx/refresh/forgotten", forgotten)
+                logger.info(
+                    "%s: %d pages not fetched for the retention period forgotten", site, forgotten
+                )
+            if self.ladder.enabled:
+                self.histograms.pop(site, None)
+                self.logged_at = None
+                self._histogram(site, now)
+
+    # -- the ladder -----------------------------------------------------------------------
+
+    def _step(self, url: str, now: float) -> None:
+        """Move a due page's rung (or its shadow's, in a dry run) before it is recorded."""
+        if not self.ladder.enabled:
+            return
+        site = url_origin(url)
+        ring = demand.current().read(site)
+        if not ring.fresh(now):
+            ring.refresh(now)
+        decision = step(
+            self.ladder,
+            self.registry(url),
+            self._histogram(site, now),
+            url,
+            now,
+            lambda u, seconds, until: ring.visited_between(u, until - seconds, until),
+            cold=ring.rows == 0,
+        )
+        if decision is None or decision.why == "not_due":
+            return
+        self.crawler.stats.inc_value(f"crawlyx/demand/ladder/{decision.why}")
+        if decision.refresh and now - (ring.read_at or 0) >= COLD_KICK:
+            ring.refresh(now)
+
+    def _histogram(self, site: str, now: float) -> Histogram:
+        """The site's histogram as the registry keeps it, read again every HISTOGRAM_TTL;
+        logged every CRAWLYX_DEMAND_STATS_INTERVAL."""
+        read_at, histogram = self.histograms.get(site, (None, None))
+        if histogram is None or now - read_at >= HISTOGRAM_TTL:
+            histogram = self.registry(site + "/").histogram(shadow=not self.ladder.acts)
+            self.histograms[site] = (now, histogram)
+        if self.logged_at is None or now - self.logged_at >= self.ladder.stats_interval:
+            self.logged_at = now
+            logger.info("%s: %s", site, histogram.line(self.ladder))
+        return histogram

@@ -1,0 +1,197 @@
+"""Crawling a site again (-a refresh=1): due pages, conditional requests, what changed."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+import pytest
+
+from tests.site import QuietHandler, Serving
+from tests.test_breadth import scrapy
+
+PAGE = (
+    "<html><head><title>{title}</title></head>"
+    "<body><h1>{title}</h1><p>{text}</p>{links}</body></html>"
+)
+
+
+class ChangingSite(Serving):
+    """A small site whose pages change between crawls. Pages with an ETag answer a
+    matching If-None-Match with 304; ``etag=None`` pages have none."""
+
+    def __init__(self):
+        self.pages: dict[str, tuple[str, str | None] | int] = {}
+        self.requests: Counter = Counter()
+        self.not_modified: Counter = Counter()
+        self.conditional: Counter = Counter()
+        site = self
+
+        class Handler(QuietHandler):
+            def do_GET(self):
+                path = self.path.split("?")[0]
+                site.requests[path] = site.requests[path] + 1
+                page = site.pages.get(path, 404)
+                if isinstance(page, int):
+                    return self.reply(page, "gone")
+                body, etag = page
+                asked = self.headers.get("If-None-Match")
+                if asked:
+                    site.conditional[path] += 1
+                if etag and asked == etag:
+                    site.not_modified[path] += 1
+                    self.send_response(304)
+                    self.send_header("ETag", etag)
+                    self.end_headers()
+                    return None
+                return self.reply(200, body, headers={"ETag": etag} if etag else None)
+
+        super().__init__(Handler)
+
+    def page(self, path, text, links=(), etag=True):
+        title = path.strip("/") or "home"
+        anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+        body = PAGE.format(title=title, text=text, links=anchors)
+        tag = f'"{abs(hash(body)) % 10**12}"' if etag else None
+        self.pages[path] = (body, tag)
+
+
+def _errors(path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture
+def changing():
+    with ChangingSite() as site:
+        site.page("/", "The home page.", links=("/a", "/b", "/c", "/e"))
+        site.page("/a", "Page a, first version.")
+        site.page("/b", "Page b, soon gone.")
+        site.page("/c", "Page c never changes.")
+        site.page("/e", "Page e never changes and has no ETag.", etag=False)
+        yield site
+
+
+# Pages are due one second after their fetch: the next crawl finds them all due.
+QUICK = {"CRAWLYX_DEMAND_BASE_INTERVAL": "1s"}
+
+
+def test_refresh_emits_exactly_the_changed_and_new_pages(changing, crawl, tmp_path):
+    base = changing.base
+    first = crawl(f"start={base}/", "sitemap=0", settings=QUICK)
+    assert first.returncode == 0, first.log[-3000:]
+    assert sorted(first.urls) == [f"{base}/{p}" for p in ("", "a", "b", "c", "e")]
+    assert all(item["changed"] is True for item in first.items)
+
+    changing.page("/a", "Page a, second version, now linking d.", links=("/d",))
+    changing.pages["/b"] = 410
+    changing.page("/d", "Page d is new.")
+    changing.requests.clear()
+
+    errors = tmp_path / "errors.jsonl"
+    # max_pages counts pages written: an unchanged page read on the way takes no slot.
+    second = crawl(
+        f"start={base}/", "sitemap=0", "refresh=1", "max_pages=2", f"errors={errors}",
+        settings=QUICK,
+    )  # fmt: skip
+    assert second.returncode == 0, second.log[-3000:]
+    assert sorted(second.urls) == [f"{base}/a", f"{base}/d"]
+    assert all(item["changed"] is True for item in second.items)
+    # Unchanged pages with an ETag were asked for conditionally and answered 304.
+    assert changing.not_modified["/"] == 1 and changing.not_modified["/c"] == 1
+    assert changing.requests["/e"] == 1  # no ETag: fetched whole, same markdown
+    # The page that went away is reported once, as gone.
+    assert [(e["url"], e["class"]) for e in _errors(errors)] == [(f"{base}/b", "gone")]
+
+    # It left the registry: the next run reports it as any broken link (the home page
+    # still links it). emit=all writes every page read, changed or not, fetched without
+    # conditional headers.
+    changing.conditional.clear()
+    errors.unlink()
+    third = crawl(
+        f"start={base}/", "sitemap=0", "refresh=1", "emit=all", f"errors={errors}", settings=QUICK
+    )
+    assert third.returncode == 0, third.log[-3000:]
+    assert [(e["url"], e["class"]) for e in _errors(errors)] == [(f"{base}/b", "http_4xx")]
+    assert sum(changing.conditional.values()) == 0
+    changed = {item["url"]: item["changed"] for item in third.items}
+    assert changed == {f"{base}/{p}": False for p in ("", "a", "c", "d", "e")}
+
+
+def test_refresh_fetches_only_due_pages(changing, crawl, redis_url, tmp_path):
+    base = changing.base
+    first = crawl(f"start={base}/", "sitemap=0")
+    assert first.returncode == 0 and len(first.items) == 5
+    # What scrapy demand says of the site now: five pages at the base, due in a day.
+    shown = scrapy("demand", "--site", base, "--json", redis_url=redis_url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["pages"] == 5 and report["mode"] == "off"
+    assert report["actual"] == {"pages": {"6h": 0, "12h": 0, "24h": 5}, "hot_fraction": 0.0}
+    assert (report["due_now"], report["due_24h"]) == (0, 5)
+    assert report["ring"]["slices"] == 0
+    table = scrapy("demand", "--site", base, redis_url=redis_url, cwd=tmp_path).stdout
+    assert f"demand for {base}: 5 pages in the registry; ladder off" in table
+    assert scrapy("demand", redis_url=redis_url, cwd=tmp_path).returncode == 2
+    changing.requests.clear()
+    # Fetched moments ago at the default 24h interval: nothing is due, and links to
+    # known pages are not followed; only the start URL is asked (conditionally), and robots.txt.
+    again = crawl(f"start={base}/", "sitemap=0", "refresh=1")
+    assert again.returncode == 0, again.log[-3000:]
+    assert again.items == []
+    assert dict(changing.requests) == {"/": 1, "/robots.txt": 1}
+    assert changing.not_modified["/"] == 1
+
+
+def test_a_refresh_without_a_registry_is_a_full_crawl(changing, crawl):
+    result = crawl(f"start={changing.base}/", "sitemap=0", "refresh=1")
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(result.items) == 5 and all(item["changed"] for item in result.items)
+
+
+# -- the ladder in a refresh run, fed by the visit ring ----------------------------------
+
+HOUR, DAY = 3600.0, 86400.0
+
+
+def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
+    from scrapy.utils.test import get_crawler
+
+    from crawlyx import demand
+    from crawlyx.demand.recrawl import Recrawl
+    from crawlyx.frontier.state import crawl_state
+    from crawlyx.spiders.site import SiteSpider
+    from tests.test_demand import crawlyx_settings
+
+    crawler = get_crawler(
+        settings_dict=crawlyx_settings(
+            CRAWLYX_REDIS_URL=redis_url, CRAWLYX_DEMAND_ENABLED=True, CRAWLYX_DEMAND_DRY_RUN=False
+        )
+    )
+    crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
+    demand.configure(crawler.settings, crawl_state(crawler))
+    recrawl = Recrawl(crawler, refresh=True)
+    site = f"https://ladder-{time.time_ns()}.example"
+    hot, cold, once = f"{site}/hot", f"{site}/cold", f"{site}/once"
+    fetched = time.time() - 3 * DAY
+    for url in (hot, cold, once):
+        recrawl.fetched(url, url, {}, now=fetched)  # at the base, 24h: due a day later
+    due = fetched + DAY
+    # hot: a visit in each of the last two 12h windows; once: in the last one only.
+    for when in (due - HOUR, due - 13 * HOUR):
+        assert demand.record_visit(site, hot, "GPTBot", when)
+    assert demand.record_visit(site, once, "GPTBot", due - HOUR)
+    demand.flush()
+
+    now = due + 60
+    for url in (hot, cold, once):
+        recrawl.fetched(url, url, {}, now=now)
+    registry = recrawl.registry(hot)
+    assert registry.page(hot).interval == 12 * HOUR  # promoted one rung
+    assert registry.page(hot).next_due == pytest.approx(now + 12 * HOUR, abs=0.1)
+    assert registry.page(cold).interval == DAY  # not visited: the base is the ceiling
+    assert registry.page(once).interval == DAY  # visited, but not in every window
+    assert registry.writes() == 1  # only the page that moved was written
+    assert crawler.stats.get_value("crawlyx/demand/ladder/promote") == 1
+    assert crawler.stats.get_value("crawlyx/demand/ladder/ceiling") == 1
+    assert crawler.stats.get_value("crawlyx/demand/ladder/visited") == 1
