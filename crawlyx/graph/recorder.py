@@ -7,6 +7,18 @@ error log every failed or skipped URL's class; the markdown pipeline each page's
 content hash. Only URLs on the crawl's origin are recorded (links leaving the site are
 not part of the graph).
 
+What a node says, as recorded: ``fetched``, the page was read (its item emitted, or
+kept out by a robots directive: then ``error`` is ``opted_out`` and ``robots`` holds the
+directive); ``status``, the HTTP status of the URL's own response (a page's, a hop's
+3xx, an HTTP error's, a response that is not HTML; none for a meta refresh or a URL
+never answered); ``error``, the error log's class for the URL (a browser failure
+whose page was read over plain HTTP is none); ``redirect``, the hop's target as
+written, normalized (off the origin too); ``depth``, the smallest crawl depth the
+URL was requested at (sitemap-listed pages are 1) until
+:meth:`crawlyx.graph.store.GraphStore.load` makes it the link distance. A page's
+links are all its links on the origin: allow/deny, nofollow and max_depth decide what
+is followed, not what is linked.
+
 Records are kept in memory and sent :data:`GraphRecorder.BATCH` at a time, in one round
 trip (:class:`crawlyx.graph.store.GraphStore`), at the latest every
 :data:`GraphRecorder.INTERVAL` seconds and when the spider closes: the crawl process
