@@ -127,6 +127,7 @@ class Addon:
         from crawlyx.extensions.demand import Demand
         from crawlyx.extensions.metrics import Metrics
         from crawlyx.frontier.jobs import ttl_seconds
+        from crawlyx.graph.recorder import GraphRecorder
         from crawlyx.middlewares.window import WindowMiddleware
 
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
@@ -138,3 +139,4 @@ class Addon:
             Breadth.check_settings(settings)
         if settings.getbool("CRAWLYX_DEMAND_ENABLED"):
             Demand.check_settings(settings)
+        GraphRecorder.check_settings(settings)

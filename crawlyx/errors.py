@@ -15,6 +15,8 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet import error as net
 from twisted.python.failure import Failure
 
+from crawlyx.graph.recorder import graph_recorder
+
 ERROR_CLASSES = (
     "http_4xx",
     "http_5xx",
@@ -74,15 +76,29 @@ def classify(failure: Failure) -> str:
 class ErrorLog:
     """Every failed or skipped URL, counted under its class in the stats
     (``crawlyx/error/<class>``) and, with ``-a errors=PATH``, written there as one JSON
-    line: url, class, detail, referrer. A resumed job appends to the file."""
+    line: url, class, detail, referrer. A resumed job appends to the file. Each is also
+    recorded in the job's link graph (:mod:`crawlyx.graph.recorder`): its class, and the
+    status of an HTTP error."""
 
     def __init__(self, crawler, path: str | None = None, append: bool = False):
         self.crawler = crawler
         self.file = open(path, "a" if append else "w", encoding="utf-8") if path else None
+        self.graph = graph_recorder(crawler)
 
-    def record(self, url: str, error_class: str, detail: str = "", referrer: str | None = None):
+    def record(
+        self,
+        url: str,
+        error_class: str,
+        detail: str = "",
+        referrer: str | None = None,
+        *,
+        status: int | None = None,
+        depth: int | None = None,
+    ):
         if error_class not in ERROR_CLASSES:
             raise ValueError(f"unknown error class {error_class!r}")
+        if self.graph is not None:
+            self.graph.outcome(url, error_class, status=status, depth=depth)
         stats = self.crawler.stats
         stats.inc_value("crawlyx/error/count")
         stats.inc_value(f"crawlyx/error/{error_class}")

@@ -34,6 +34,14 @@ CRAWLYX_METRICS_HOSTS = 20
 # Days an unnamed crawl's job (its state in Redis) is kept after its last process stops,
 # to resume it with -a job=NAME; 0 keeps it until `scrapy jobs --drop`. Named jobs stay.
 CRAWLYX_JOB_TTL_DAYS = 7.0
+# The site's link graph, kept per job in Redis as the crawl goes (crawlyx/graph/store.py):
+# each page's out-links with anchor text, every URL's outcome, redirect hops, sitemaps.
+CRAWLYX_GRAPH_ENABLED = True
+# Edges kept at most; past it the graph says truncated. An edge is about 24 bytes in
+# Redis, a page about 2.4 KB with its 50 links (bench/graph.py): 2 M edges are some 40,000
+# pages, about 95 MB, and a few seconds to load; larger sites get a truncated graph
+# rather than a Redis that outgrows the crawl.
+CRAWLYX_GRAPH_MAX_EDGES = 2_000_000
 # The SSRF guard (crawlyx/policy/ssrf.py): only public addresses are fetched, plus the
 # start host's own when it is not public; no HTTP(S) proxy. True turns the guard off.
 CRAWLYX_ALLOW_PRIVATE = False

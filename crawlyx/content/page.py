@@ -9,11 +9,13 @@ pickles and runs anywhere.
 from __future__ import annotations
 
 import re
+from base64 import b64encode
 from urllib.parse import urljoin
 
 from crawlyx.content.boilerplate import block_keys
 from crawlyx.content.extract import document_markdown, parse_document
 from crawlyx.frontier.fingerprint import normalized_fingerprint
+from crawlyx.graph.neardup import signature
 from crawlyx.urls.normalize import fetch_form, normalize_url
 from crawlyx.urls.traps import content_signature, url_pattern
 
@@ -21,26 +23,35 @@ _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:", "#")
 
 
 def analyze(
-    page: str, url: str, scope: str | None, *, main_content: bool = True, links: str = "inline"
+    page: str,
+    url: str,
+    scope: str | None,
+    *,
+    main_content: bool = True,
+    links: str = "inline",
+    neardup: bool = False,
 ) -> dict:
     """``title``, ``description``, ``lang``, ``canonical``, ``links`` (normalized in-scope
-    URL -> (URL to fetch, fingerprint)), ``robots`` (name, content of robots meta tags:
+    URL -> (URL to fetch, fingerprint)), ``anchors`` (normalized in-scope URL -> its anchor
+    text, for the links that have one), ``robots`` (name, content of robots meta tags:
     ``robots`` and ``*bot``), ``shell`` (see :func:`is_shell`), ``markdown`` and its
     ``blocks`` (:func:`crawlyx.content.boilerplate.block_keys`) of a page fetched from ``url``,
     and the markdown's ``signature`` (:func:`crawlyx.urls.traps.content_signature`) if the
-    URL has a pattern (:func:`crawlyx.urls.traps.url_pattern`), else None.
+    URL has a pattern (:func:`crawlyx.urls.traps.url_pattern`), else None. With
+    ``neardup``, ``neardup`` is the markdown's :func:`crawlyx.graph.neardup.signature`,
+    base64 (the page stays plain data: it may travel in a request's meta).
 
     Everything the crawl process would otherwise compute per link or per block is done
     here: the crawl process is the one that cannot spread over cores."""
     doc = parse_document(page)
     data = {"title": None, "description": None, "lang": None, "canonical": None}
-    data.update(links={}, robots=[], shell=is_shell(doc, page))  # before markdown prunes doc
+    data.update(links={}, anchors={}, robots=[], shell=is_shell(doc, page))  # before pruning
     if doc is not None:
         base = url
         for href in doc.xpath("//base/@href")[:1]:
             base = _join(url, href) or url
         data.update(_metadata(doc, url))
-        data["links"] = _links(doc, base, scope)
+        data["links"], data["anchors"] = _links(doc, base, scope)
         data["robots"] = [
             (m.get("name", ""), m.get("content", ""))
             for m in doc.iter("meta")
@@ -51,6 +62,8 @@ def analyze(
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
     data["blocks"] = block_keys(data["markdown"])
     data["signature"] = content_signature(data["markdown"]) if url_pattern(url) else None
+    if neardup:
+        data["neardup"] = b64encode(signature(data["markdown"])).decode()
     return data
 
 
@@ -126,23 +139,54 @@ def _metadata(doc, url: str) -> dict:
     }
 
 
-def _links(doc, base: str, scope: str | None) -> dict[str, tuple[str, str]]:
-    """Links on the page's origin: normalized URL -> (the URL to fetch, its fingerprint)."""
+def _links(doc, base: str, scope: str | None) -> tuple[dict, dict[str, str]]:
+    """Links on the page's origin: normalized URL -> (the URL to fetch, its fingerprint),
+    and normalized URL -> anchor text, the first a link to it has (see :func:`anchor_text`)."""
     found: dict[str, tuple[str, str]] = {}
+    anchors: dict[str, str] = {}
     if scope is None:
-        return found
+        return found, anchors
     prefix = scope + "/"
-    for href in dict.fromkeys(doc.xpath("//a/@href | //area/@href")):
-        href = href.strip()
-        if not href or href.lower().startswith(_SKIP_SCHEMES):
+    resolved: dict[str, str | None] = {}  # href -> link: navigation repeats its hrefs
+    for element in doc.xpath("//a[@href] | //area[@href]"):
+        href = element.get("href")
+        if href not in resolved:
+            resolved[href] = _resolve(href, base, prefix)
+        link = resolved[href]
+        if link is None:
             continue
-        try:
-            link = normalize_url(href, base)
-        except ValueError:
-            continue
-        if link not in found and link.startswith(prefix):
-            found[link] = (fetch_form(link, href), normalized_fingerprint(link))
-    return found
+        if link not in found:
+            found[link] = (fetch_form(link, href.strip()), normalized_fingerprint(link))
+        if link not in anchors:
+            text = anchor_text(element)
+            if text:
+                anchors[link] = text
+    return found, anchors
+
+
+def _resolve(href: str, base: str, prefix: str) -> str | None:
+    """``href`` normalized against ``base``, if it is a link under ``prefix``."""
+    href = href.strip()
+    if not href or href.lower().startswith(_SKIP_SCHEMES):
+        return None
+    try:
+        link = normalize_url(href, base)
+    except ValueError:
+        return None
+    return link if link.startswith(prefix) else None
+
+
+ANCHOR_MAX_CHARS = 200  # a link's text past this is cut: a whole card made a link
+
+
+def anchor_text(element) -> str:
+    """A link's text, whitespace collapsed and cut at :data:`ANCHOR_MAX_CHARS`: its own
+    text, or for a link with none (an image link, an image map's area) the image's alt."""
+    text = " ".join("".join(element.itertext()).split())
+    if not text:
+        alts = [element.get("alt")] if element.tag == "area" else element.xpath(".//img/@alt")
+        text = next((" ".join(alt.split()) for alt in alts if alt and alt.strip()), "")
+    return text.replace("\0", "")[:ANCHOR_MAX_CHARS]
 
 
 def _join(base: str, href: str) -> str | None:

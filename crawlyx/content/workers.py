@@ -62,13 +62,16 @@ POISON_DEATHS = 2
 
 
 class PageWorkers:
-    def __init__(self, workers: int, main_content: bool, links: str, crawler=None):
+    def __init__(
+        self, workers: int, main_content: bool, links: str, crawler=None, neardup: bool = False
+    ):
         if links not in LINK_STYLES:
             raise ValueError(
                 f"CRAWLYX_MARKDOWN_LINKS must be one of {', '.join(LINK_STYLES)}, not {links!r}"
             )
         self.workers = max(1, workers)
-        self.analyze = partial(analyze, main_content=main_content, links=links)
+        # neardup: each page's near-duplicate signature, for the link graph (crawlyx.graph).
+        self.analyze = partial(analyze, main_content=main_content, links=links, neardup=neardup)
         self.crawler = crawler  # for its stats, if any
         self._pool: ProcessPoolExecutor | None = None
         self._alone: ProcessPoolExecutor | None = None  # one worker, for suspects
@@ -81,6 +84,7 @@ class PageWorkers:
             settings.getbool("CRAWLYX_MARKDOWN_MAIN_CONTENT"),
             settings.get("CRAWLYX_MARKDOWN_LINKS"),
             crawler,
+            neardup=settings.getbool("CRAWLYX_GRAPH_ENABLED"),
         )
 
     @classmethod

@@ -12,6 +12,9 @@ The start URL's hops are the anchor: they decide the crawl's origin (apex -> www
 only the trap rules and loops apply to them. Requests the spider does not handle
 (robots.txt, fetched with ``NO_CALLBACK``) follow their redirects unchecked.
 
+Every hop is recorded in the job's link graph (:mod:`crawlyx.graph.recorder`) where it
+happens, refused or followed, its target claimed already or not.
+
 A redirect that is followed needs no error: the redirecting URL is accounted for by
 its target (the target's item or error, or the target being a page already crawled),
 and counted in ``crawlyx/frontier/redirected`` (:mod:`crawlyx.frontier.scheduler`).
@@ -24,6 +27,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 
 from crawlyx.errors import CrawlyxIgnore
+from crawlyx.graph.recorder import graph_recorder
 from crawlyx.urls.normalize import normalize_url
 
 
@@ -41,9 +45,14 @@ class HopRules:
     """Checks each hop of the Scrapy redirect middleware it is mixed into."""
 
     def _redirect(self, redirected, request, reason):
-        redirected = super()._redirect(redirected, request, reason)  # the hop limit first
         spider = self.crawler.spider
-        if request.callback is not NO_CALLBACK and hasattr(spider, "traps"):
+        checked = request.callback is not NO_CALLBACK and hasattr(spider, "traps")
+        graph = graph_recorder(self.crawler) if checked else None
+        if graph is not None:
+            # Every hop is in the link graph, followed or not, its target known or not.
+            graph.hop(request.url, redirected.url, reason, request.meta.get("depth"))
+        redirected = super()._redirect(redirected, request, reason)  # the hop limit first
+        if checked:
             _check_hop(spider, request, redirected.url)
         return redirected
 

@@ -2,7 +2,8 @@
 
 The markdown itself is made in the worker pool (:mod:`crawlyx.content.workers`); here, in the
 crawl process, blocks that repeat across the site's pages are dropped (see
-:mod:`crawlyx.content.boilerplate`) and the content hash is taken of what remains.
+:mod:`crawlyx.content.boilerplate`) and the content hash is taken of what remains (and
+recorded in the job's link graph).
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import hashlib
 
 from crawlyx.content.boilerplate import RepeatedBlocks
+from crawlyx.graph.recorder import graph_recorder
 
 
 class MarkdownPipeline:
     def __init__(self, crawler, repeated: RepeatedBlocks | None):
         self.stats = crawler.stats
         self.repeated = repeated
+        self.graph = graph_recorder(crawler)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -37,4 +40,6 @@ class MarkdownPipeline:
             self.stats.inc_value("crawlyx/markdown/repeated_blocks_dropped", dropped)
         item["markdown"] = markdown
         item["content_hash"] = hashlib.sha256(markdown.encode()).hexdigest()
+        if self.graph is not None:
+            self.graph.content_hash(item["url"], item["content_hash"])
         return item

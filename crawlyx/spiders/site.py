@@ -24,6 +24,7 @@ from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
 from crawlyx.frontier.state import crawl_state
 from crawlyx.frontier.visited import LEASE_META, visited_table
+from crawlyx.graph.recorder import graph_recorder
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
@@ -77,6 +78,7 @@ class SiteSpider(Spider):
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
         crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
+        spider.graph = graph_recorder(crawler)  # None: CRAWLYX_GRAPH_ENABLED off
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)
@@ -138,6 +140,8 @@ class SiteSpider(Spider):
         client.hsetnx(self._meta_key, "origin", origin)
         self.origin = None
         origin = self._scope()
+        if self.graph is not None:
+            self.graph.anchor(response)
         self.logger.info("Crawl scope: %s (start %s)", origin, self.args.start)
         return origin
 
@@ -184,8 +188,14 @@ class SiteSpider(Spider):
         url = normalize_url(response.url)
         if response.status == 304:  # a conditional request's answer: unchanged
             self.recrawl.not_modified(url, _facts(response))
+            if self.graph is not None:  # not read again: its links are not known this run
+                self.graph.outcome(url, status=304, depth=response.meta.get("depth"))
             return
         if not isinstance(response, HtmlResponse):
+            if self.graph is not None:  # fetched, not a page: its status is all there is
+                self.graph.outcome(
+                    response.url, status=response.status, depth=response.meta.get("depth")
+                )
             return
         depth = response.meta.get("depth", 0)
         referrer = response.meta.get("crawlyx_referrer")
@@ -229,9 +239,13 @@ class SiteSpider(Spider):
         refused = self.opt_out.refused(directives)
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
+            if self.graph is not None:  # read, and kept out of the output
+                self.graph.page(url, depth, page, directives, facts["status"])
             return
         fits, full = self._page_slot()
         if fits:
+            if self.graph is not None:
+                self.graph.page(url, depth, page, directives, facts["status"])
             changed = self.recrawl.fetched(url, page["markdown"], facts)
             if self.recrawl.emit(changed):
                 yield self._item(url, depth, referrer, page, facts, kind, changed)
@@ -397,7 +411,10 @@ class SiteSpider(Spider):
                 if url is not None:
                     yield self._sitemap_request(loc)
             return
-        new = self.recrawl.new([url for url in scoped.values() if url is not None])
+        listed = [url for url in scoped.values() if url is not None]
+        if self.graph is not None:
+            self.graph.sitemap(listed)
+        new = self.recrawl.new(listed)
         for loc, url in scoped.items():
             if url in new and self.allowed(url):
                 yield self._request(loc, depth=1, referrer=None)
@@ -419,9 +436,11 @@ class SiteSpider(Spider):
         referrer = request.meta.get("crawlyx_referrer")
         if request.meta.get(render.RENDER_FAILED_META):
             detail += f" (after the browser failed: {request.meta[render.RENDER_FAILED_META]})"
+        response = getattr(failure.value, "response", None)  # an HTTP error's
+        status, depth = getattr(response, "status", None), request.meta.get("depth")
         # A refused redirect names the URLs it leaves unaccounted for (a loop's, all).
         for url in getattr(failure.value, "urls", None) or [request.url]:
-            self.errors.record(url, error_class, detail, referrer)
+            self.errors.record(url, error_class, detail, referrer, status=status, depth=depth)
         if request.meta.get("crawlyx_anchor"):
             self.start_failure = (error_class, f"{request.url} ({error_class}): {failure.value}")
         if failure.check(RobotsUnavailable):

@@ -1,0 +1,238 @@
+"""The crawl's side of the link graph: what each component learns, sent to Redis in batches.
+
+The spider records each page it reads (out-links with anchor text, status, title,
+description, canonical, robots directives, depth, near-duplicate signature) and the
+pages a sitemap lists; the redirect middlewares every hop, followed or refused; the
+error log every failed or skipped URL's class; the markdown pipeline each page's
+content hash. Only URLs on the crawl's origin are recorded (links leaving the site are
+not part of the graph).
+
+What a node says, as recorded: ``fetched``, the page was read (its item emitted, or
+kept out by a robots directive: then ``error`` is ``opted_out`` and ``robots`` holds the
+directive); ``status``, the HTTP status of the URL's own response (a page's, a hop's
+3xx, an HTTP error's, a response that is not HTML; none for a meta refresh or a URL
+never answered); ``error``, the error log's class for the URL (a browser failure
+whose page was read over plain HTTP is none); ``redirect``, the hop's target as
+written, normalized (off the origin too); ``depth``, the smallest crawl depth the
+URL was requested at (sitemap-listed pages are 1) until
+:meth:`crawlyx.graph.store.GraphStore.load` makes it the link distance. A page's
+links are all its links on the origin: allow/deny, nofollow and max_depth decide what
+is followed, not what is linked.
+
+Records are kept in memory and sent :data:`GraphRecorder.BATCH` at a time, in one round
+trip (:class:`crawlyx.graph.store.GraphStore`), at the latest every
+:data:`GraphRecorder.INTERVAL` seconds and when the spider closes: the crawl process
+is the one that cannot spread over cores, and a round trip per page would cost it more
+than the recording. A process killed outright loses what it had not sent (at most one
+batch or one interval); its pages are not lost to the crawl, only their part of the
+graph. A batch Redis refuses (unreachable, stalled) is dropped, logged and counted in
+``crawlyx/graph/record_failures``: the graph is incomplete, the crawl goes on.
+
+Stats: ``crawlyx/graph/pages`` (pages recorded), ``crawlyx/graph/edges`` (edges this
+process added), ``crawlyx/graph/truncated`` (1 once the graph reached
+``CRAWLYX_GRAPH_MAX_EDGES``), ``crawlyx/graph/record_failures`` (records dropped).
+"""
+
+from __future__ import annotations
+
+import logging
+from base64 import b64decode
+from weakref import WeakKeyDictionary
+
+import redis
+from scrapy import signals
+from twisted.internet import task
+
+from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
+from crawlyx.graph.store import GraphStore, Record
+from crawlyx.urls.normalize import normalize_url
+
+logger = logging.getLogger(__name__)
+
+
+class GraphRecorder:
+    BATCH = 64  # records per round trip (a page is one or two)
+    INTERVAL = 1.0  # seconds a record may wait for its batch
+
+    def __init__(self, crawler, max_edges: int):
+        self.crawler = crawler
+        self.max_edges = max_edges
+        self.pending: list[Record] = []
+        self._store: GraphStore | None = None
+        self._task: task.LoopingCall | None = None
+        self._flush_call = None
+
+    @staticmethod
+    def check_settings(settings) -> int:
+        """CRAWLYX_GRAPH_MAX_EDGES; ValueError if negative."""
+        max_edges = settings.getint("CRAWLYX_GRAPH_MAX_EDGES")
+        if max_edges < 0:
+            raise ValueError(f"CRAWLYX_GRAPH_MAX_EDGES ({max_edges}) must be 0 or more")
+        return max_edges
+
+    @classmethod
+    def from_crawler(cls, crawler) -> GraphRecorder:
+        recorder = cls(crawler, cls.check_settings(crawler.settings))
+        crawler.signals.connect(recorder.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(recorder.spider_closed, signal=signals.spider_closed)
+        return recorder
+
+    @property
+    def stats(self):
+        return self.crawler.stats  # set once the crawl starts, after the spider is built
+
+    @property
+    def store(self) -> GraphStore:
+        if self._store is None:
+            self._store = GraphStore(crawl_state(self.crawler), self.max_edges)
+        return self._store
+
+    def spider_opened(self, spider):
+        self._task = task.LoopingCall(self.flush)
+        self._task.start(self.INTERVAL, now=False)
+
+    def spider_closed(self, spider):
+        if self._task is not None and self._task.running:
+            self._task.stop()
+        self.flush()
+
+    # -- what the components learn ----------------------------------------------------
+
+    def page(self, url: str, depth: int, page: dict, directives, status: int) -> None:
+        """A page read (its item emitted, or kept out by a robots directive)."""
+        fields = {"s": status, "f": 1, "p": depth}
+        for key, name in (("t", "title"), ("d", "description")):
+            if page.get(name):
+                fields[key] = page[name]
+        if page.get("canonical"):
+            try:  # on the origin or not: a canonical elsewhere is a finding of its own
+                fields["c"] = normalize_url(page["canonical"])
+            except ValueError:
+                pass
+        if directives:
+            fields["b"] = sorted(directives)
+        anchors = page.get("anchors") or {}
+        links = {link: anchors.get(link, "") for link in page["links"]}
+        signature = page.get("neardup")
+        signature = b64decode(signature) if signature else None
+        self.stats.inc_value("crawlyx/graph/pages")
+        self._add(Record(url, fields, links, signature))
+
+    def hop(self, source: str, target: str, reason, depth: int | None) -> None:
+        """``source`` (requested at ``depth``) redirected to ``target`` (``reason``: the
+        status, or a word for a meta refresh, whose page's status is not known here)."""
+        source = self._internal(source)
+        if source is None:
+            return
+        try:
+            target = normalize_url(target)
+        except ValueError:
+            pass  # a Location no URL parser takes: kept as written
+        if target == source:
+            return  # another spelling of the same page (/docs -> /docs/)
+        fields = {"r": target}
+        if isinstance(reason, int):
+            fields["s"] = reason
+        if depth is not None:
+            fields["p"] = depth
+        self._add(Record(source, fields))
+        if self._internal(target):
+            self._add(Record(target))  # a node, even if nothing else comes of it
+
+    def anchor(self, response) -> None:
+        """The start URL's response: the graph's start, and the hops of its redirects
+        that were on the crawl's origin (unknown while they were followed)."""
+        url = normalize_url(response.url)
+        try:
+            self.store.set_start(url)
+        except REDIS_DOWN as exc:
+            self._failed("recording the start URL", exc, 1)
+        chain = [*response.meta.get("redirect_urls", ()), response.url]
+        reasons = response.meta.get("redirect_reasons", ())
+        for source, target, reason in zip(chain, chain[1:], reasons, strict=False):
+            self.hop(source, target, reason, response.meta.get("depth"))
+
+    def outcome(self, url: str, error_class=None, *, status=None, depth=None) -> None:
+        """A URL's error class (a failed or skipped URL), status (an HTTP error's, or a
+        response that is not a page's), the depth it was requested at. ``render`` is no
+        failure of the URL (the page was read over plain HTTP): not recorded."""
+        if error_class == "render":
+            return
+        url = self._internal(url)
+        if url is None:
+            return
+        fields = {"e": error_class} if error_class else {}
+        if status is not None:
+            fields["s"] = status
+        if depth is not None:
+            fields["p"] = depth
+        self._add(Record(url, fields))
+
+    def content_hash(self, url: str, digest: str) -> None:
+        self._add(Record(url, {"h": digest}))
+
+    def sitemap(self, urls) -> None:
+        """URLs (normalized, on the origin) a sitemap lists."""
+        for url in urls:
+            self._add(Record(url, {"m": 1}))
+
+    def _internal(self, url: str) -> str | None:
+        """``url`` normalized, if it is on the crawl's origin."""
+        spider = self.crawler.spider
+        try:
+            url = normalize_url(url)
+        except ValueError:
+            return None
+        return url if spider is not None and spider.in_scope(url) else None
+
+    # -- sending ----------------------------------------------------------------------
+
+    def _add(self, record: Record) -> None:
+        self.pending.append(record)
+        if len(self.pending) >= self.BATCH and self._flush_call is None:
+            # Sent on the reactor's next turn, not in the middle of the caller's work.
+            from twisted.internet import reactor
+
+            self._flush_call = reactor.callLater(0, self.flush)
+
+    def flush(self) -> None:
+        if self._flush_call is not None:
+            if self._flush_call.active():
+                self._flush_call.cancel()
+            self._flush_call = None
+        while self.pending:
+            batch, self.pending = self.pending[: self.BATCH], self.pending[self.BATCH :]
+            try:
+                kept, truncated = self.store.record(batch)
+            except REDIS_DOWN as exc:
+                self._failed("recording the link graph", exc, len(batch))
+                continue
+            except redis.RedisError as exc:  # never the crawl's end: the graph's only
+                logger.error("Link graph: Redis refused %d records: %s", len(batch), exc)
+                self.stats.inc_value("crawlyx/graph/record_failures", len(batch))
+                continue
+            self.stats.inc_value("crawlyx/graph/edges", kept)
+            if truncated and not self.stats.get_value("crawlyx/graph/truncated"):
+                self.stats.set_value("crawlyx/graph/truncated", 1)
+                logger.warning(
+                    "Link graph: CRAWLYX_GRAPH_MAX_EDGES (%d) reached; links past it are "
+                    "not recorded",
+                    self.max_edges,
+                )
+
+    def _failed(self, doing: str, exc: Exception, records: int) -> None:
+        outage(self.stats, doing, exc)
+        self.stats.inc_value("crawlyx/graph/record_failures", records)
+
+
+_recorders: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def graph_recorder(crawler) -> GraphRecorder | None:
+    """The crawl's one :class:`GraphRecorder`, or None with CRAWLYX_GRAPH_ENABLED off."""
+    if not crawler.settings.getbool("CRAWLYX_GRAPH_ENABLED"):
+        return None
+    recorder = _recorders.get(crawler)
+    if recorder is None:
+        recorder = _recorders[crawler] = GraphRecorder.from_crawler(crawler)
+    return recorder
