@@ -36,10 +36,16 @@ class CrawlArgs:
     errors: str | None = None
     render: str = "auto"
     report: str | None = None
+    # Made from the crawl's link graph when it ends (crawlyx/graph/outputs.py).
+    audit: str | None = None  # .md: the markdown summary; else the JSON report
+    tree: str | None = None
+    llms_txt: str | None = None
+    llms_full: str | None = None
 
     @classmethod
     def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
               sitemap=None, job=None, errors=None, render=None, report=None,
+              audit=None, tree=None, llms_txt=None, llms_full=None,
               **_ignored) -> CrawlArgs:  # fmt: skip
         """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
         if not start:
@@ -70,6 +76,10 @@ class CrawlArgs:
             errors=_writable("errors", errors),
             render=_choice("render", render, RENDER_MODES, default="auto"),
             report=_writable("report", report),
+            audit=_writable("audit", audit),
+            tree=_writable("tree", tree),
+            llms_txt=_writable("llms_txt", llms_txt),
+            llms_full=_writable("llms_full", llms_full),
         )
 
 
