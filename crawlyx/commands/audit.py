@@ -76,7 +76,7 @@ class Command(ScrapyCommand):
             if live_owners(state):
                 print(f"crawlyx: audit: job {job} is still running; auditing it as recorded "
                       "so far", file=sys.stderr)  # fmt: skip
-            graph = load_graph(state)
+            graph = load_graph(state, self.settings)
             report = write_outputs(graph, outputs, max_depth, PageMarkdown(state).get)
         except redis.RedisError as exc:
             fail(f"reading Redis failed: {exc}", code=1)

@@ -81,7 +81,7 @@ class Audit:
     def spider_closed(self, spider, reason):
         state = crawl_state(self.crawler)
         try:
-            graph = load_graph(state)
+            graph = load_graph(state, self.crawler.settings)
             report = write_outputs(graph, self.outputs, self.max_depth, PageMarkdown(state).get)
         except (redis.RedisError, OSError) as exc:
             logger.error("crawlyx: audit: the graph's files were not written: %s", exc)

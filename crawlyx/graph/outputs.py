@@ -21,11 +21,11 @@ from crawlyx.graph.model import Graph
 from crawlyx.graph.tree import build_tree, llms_txt, tree_markdown, write_llms_full
 
 
-def load_graph(state: State) -> Graph:
-    """The job's recorded graph."""
+def load_graph(state: State, settings) -> Graph:
+    """The job's recorded graph (its edge budget matters only when recording)."""
     from crawlyx.graph.store import GraphStore
 
-    return GraphStore(state).load()
+    return GraphStore(state, settings.getint("CRAWLYX_GRAPH_MAX_EDGES")).load()
 
 
 class PageMarkdown:
