@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import random
 import string
+import threading
+import time
 import zlib
 
 from tests.site import QuietHandler, Serving, _sitemap
@@ -108,15 +110,31 @@ def page(path: str, base: str) -> str:
 
 
 class AuditSite(Serving):
-    """The audit fixture site; ``with AuditSite() as site: site.base``."""
+    """The audit fixture site; ``with AuditSite() as site: site.base``. ``agents`` holds
+    the paths each User-Agent asked for. Pages (not robots.txt, not the sitemap) answer
+    after ``latency`` seconds, and wait between :meth:`hold` and :meth:`release` (at most
+    ``HOLD`` seconds): several crawl processes can all be up before the crawl gets going."""
 
-    def __init__(self):
+    HOLD = 60.0
+
+    def __init__(self, latency: float = 0.0):
         served = self
+        self.latency = latency
+        self.agents: dict[str, set[str]] = {}
+        self.open = threading.Event()
+        self.open.set()
+        lock = threading.Lock()
 
         class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 path = self.path.split("?", 1)[0]
                 base = served.base
+                agent = self.headers.get("User-Agent", "")
+                with lock:
+                    served.agents.setdefault(agent, set()).add(path)
+                if path not in ("/robots.txt", "/sitemap.xml"):
+                    served.open.wait(served.HOLD)
+                    time.sleep(served.latency)
                 if path == "/robots.txt":
                     body = f"User-agent: *\nDisallow: /private/\nSitemap: {base}/sitemap.xml\n"
                     return self.reply(200, body, "text/plain")
@@ -133,3 +151,9 @@ class AuditSite(Serving):
                 return self.reply(200, page(path, base))
 
         super().__init__(Handler)
+
+    def hold(self) -> None:
+        self.open.clear()
+
+    def release(self) -> None:
+        self.open.set()

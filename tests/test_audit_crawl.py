@@ -11,11 +11,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+
+import redis
 
 from tests.audit_site import AuditSite
 from tests.conftest import crawl_command, crawl_env, read_items
 
 SETTINGS = {"CRAWLYX_MARKDOWN_SITE_BOILERPLATE": "false"}
+# Two requests at a time per host (for the whole job), and slow answers: both processes
+# get pages to crawl.
+SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
 
 
 def expected_audit(b: str, dup_hash: str) -> dict:
@@ -201,13 +207,26 @@ def test_crawl_audits_the_fixture_site_exactly(tmp_path, redis_url):
         assert "| broken links | 2 |" in (tmp_path / "a.md").read_text()
 
 
+def owners(redis_url: str, job: str) -> list:
+    """The job's live crawl processes: their heartbeat keys."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return list(client.scan_iter(match=f"crawlyx:{job}:owner:*"))
+    finally:
+        client.close()
+
+
 def test_two_processes_give_the_same_audit_and_tree_as_one(tmp_path, redis_url):
-    settings = {"CRAWLYX_REDIS_URL": redis_url, **SETTINGS}
+    settings = {"CRAWLYX_REDIS_URL": redis_url, **SETTINGS, **SLOW_HOST}
     with AuditSite() as site:
         one = run(
             crawl_command(tmp_path / "one.jsonl", f"start={site.base}/", "job=audit-single",
                           settings=settings), tmp_path)  # fmt: skip
         assert one.returncode == 0, one.stderr[-3000:]
+        # Until both processes are up, and slowly enough for an idle one's next look at
+        # the frontier (the engine's 5 s heartbeat): each gets a share of the site.
+        site.hold()
+        site.latency = 0.5
         procs = []
         for name in ("a", "b"):
             command = crawl_command(
@@ -219,8 +238,14 @@ def test_two_processes_give_the_same_audit_and_tree_as_one(tmp_path, redis_url):
                     command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.PIPE, text=True
                 )  # fmt: skip
             )
+        deadline = time.monotonic() + 60
+        while len(owners(redis_url, "audit-pair")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        site.release()
         logs = [proc.communicate(timeout=180)[1] for proc in procs]
         assert [proc.returncode for proc in procs] == [0, 0], logs
+    pages = {agent: len(paths) for agent, paths in site.agents.items()}
+    assert pages.get("crawlyx-test-a") and pages.get("crawlyx-test-b"), pages  # both crawled
     outputs = {}
     for job in ("audit-single", "audit-pair"):
         audit_path, tree_path = tmp_path / f"{job}.json", tmp_path / f"{job}.md"
