@@ -53,22 +53,16 @@ def duplicates(graph: Graph, pages: list[str]) -> tuple[list[dict], list[dict]]:
 
 
 def near_duplicates(signatures: dict[str, bytes]) -> list[dict]:
-    """Groups of URLs whose signatures are alike (LSH candidates, each pair confirmed
-    with :func:`neardup.similarity`), connected components, each with its lowest
-    confirmed similarity."""
-    if len(signatures) < 2:
-        return []
-    # datasketch imports scipy (~1.4 s): only when there is something to compare.
-    from datasketch import LeanMinHash, MinHashLSH
-
-    def minhash(sig: bytes) -> LeanMinHash:
-        # Full-range 64-bit values: datasketch's "affine64" storage (uint64).
-        return LeanMinHash(seed=1, hashvalues=neardup.values(sig), scheme="affine64")
-
-    lsh = MinHashLSH(threshold=NEAR_DUPLICATE, num_perm=neardup.BINS)
-    for url, sig in signatures.items():
-        lsh.insert(url, minhash(sig))
-    parent = {url: url for url in signatures}
+    """Groups of URLs whose signatures are alike: LSH candidates, each pair confirmed
+    with :func:`neardup.similarity`, then connected components (URLs with one signature
+    join at once, and a pair already in one group is not compared again, so a site of
+    many alike pages costs about a comparison per page). ``min_similarity`` is the
+    lowest estimated similarity of a group's URL to its first."""
+    alike: dict[bytes, list[str]] = defaultdict(list)
+    for url in sorted(signatures):
+        alike[signatures[url]].append(url)
+    firsts = {urls[0]: sig for sig, urls in alike.items()}
+    parent = {url: url for url in firsts}
 
     def root(url: str) -> str:
         while parent[url] != url:
@@ -76,27 +70,33 @@ def near_duplicates(signatures: dict[str, bytes]) -> list[dict]:
             url = parent[url]
         return url
 
-    edges: dict[tuple[str, str], float] = {}
-    for url, sig in signatures.items():
-        for other in lsh.query(minhash(sig)):
-            if other <= url:
-                continue
-            similarity = neardup.similarity(sig, signatures[other])
-            if similarity >= NEAR_DUPLICATE:
-                edges[url, other] = similarity
-                a, b = root(url), root(other)
-                parent[max(a, b)] = min(a, b)
+    if len(firsts) > 1:
+        # datasketch imports scipy (~1.4 s): only when there is something to compare.
+        from datasketch import LeanMinHash, MinHashLSH
+
+        def minhash(sig: bytes) -> LeanMinHash:
+            # Full-range 64-bit values: datasketch's "affine64" storage (uint64).
+            return LeanMinHash(seed=1, hashvalues=neardup.values(sig), scheme="affine64")
+
+        lsh = MinHashLSH(threshold=NEAR_DUPLICATE, num_perm=neardup.BINS)
+        for url, sig in firsts.items():
+            lsh.insert(url, minhash(sig))
+        for url in sorted(firsts):
+            for other in sorted(lsh.query(minhash(firsts[url]))):
+                if other <= url or root(url) == root(other):
+                    continue
+                if neardup.similarity(firsts[url], firsts[other]) >= NEAR_DUPLICATE:
+                    a, b = root(url), root(other)
+                    parent[max(a, b)] = min(a, b)
     groups: dict[str, list[str]] = defaultdict(list)
-    for url in sorted(signatures):
-        groups[root(url)].append(url)
-    lowest: dict[str, float] = {}
-    for (a, _), similarity in edges.items():
-        group = root(a)
-        lowest[group] = min(lowest.get(group, 1.0), similarity)
-    rows = [
-        {"urls": urls, "min_similarity": round(lowest[r], 4)}
-        for r, urls in groups.items()
-        if len(urls) > 1
-    ]
+    for url in sorted(firsts):
+        groups[root(url)] += alike[firsts[url]]
+    rows = []
+    for urls in groups.values():
+        if len(urls) > 1:
+            urls.sort()
+            first = signatures[urls[0]]
+            lowest = min(neardup.similarity(first, signatures[u]) for u in urls[1:])
+            rows.append({"urls": urls, "min_similarity": round(lowest, 4)})
     rows.sort(key=lambda row: row["urls"])
     return rows
