@@ -74,6 +74,7 @@ COMPONENTS = {
         "crawlyx.extensions.demand.Demand": 515,
         "crawlyx.extensions.metrics.Metrics": 520,
         "crawlyx.extensions.report.Report": 530,
+        "crawlyx.extensions.audit.Audit": 540,
     },
     # Local feed files get each item at once, not when a buffer fills (crawlyx/feeds.py).
     "FEED_STORAGES": {
@@ -123,6 +124,7 @@ class Addon:
         """Raise ``ValueError`` (one line naming the setting) for a bad setting of a
         component this add-on wires, before anything starts. Each component checks its
         own, with the code it reads them with."""
+        from crawlyx.extensions.audit import Audit
         from crawlyx.extensions.breadth import Breadth
         from crawlyx.extensions.demand import Demand
         from crawlyx.extensions.metrics import Metrics
@@ -133,6 +135,7 @@ class Addon:
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
         ttl_seconds(settings)
         Metrics.check_settings(settings)
+        Audit.check_settings(settings)
         if settings.getbool("CRAWLYX_WINDOW_ENABLED"):
             WindowMiddleware.check_settings(settings)
         if settings.getbool("CRAWLYX_BREADTH_ENABLED"):

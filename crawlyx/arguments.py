@@ -39,11 +39,17 @@ class CrawlArgs:
     report: str | None = None
     refresh: bool = False
     emit: str = "changed"
+    # Made from the crawl's link graph when it ends (crawlyx/graph/outputs.py).
+    audit: str | None = None  # .md: the markdown summary; else the JSON report
+    tree: str | None = None
+    llms_txt: str | None = None
+    llms_full: str | None = None
 
     @classmethod
     def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
               sitemap=None, job=None, errors=None, render=None, report=None,
-              refresh=None, emit=None, **_ignored) -> CrawlArgs:  # fmt: skip
+              refresh=None, emit=None, audit=None, tree=None, llms_txt=None,
+              llms_full=None, **_ignored) -> CrawlArgs:  # fmt: skip
         """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
         if not start:
             raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
@@ -75,6 +81,10 @@ class CrawlArgs:
             report=_writable("report", report),
             refresh=_flag("refresh", refresh, default=False),
             emit=_choice("emit", emit, EMIT_MODES, default="changed"),
+            audit=_writable("audit", audit),
+            tree=_writable("tree", tree),
+            llms_txt=_writable("llms_txt", llms_txt),
+            llms_full=_writable("llms_full", llms_full),
         )
 
 

@@ -36,6 +36,9 @@ ERROR_CLASSES = (
     "gone",
 )
 
+# The classes of a URL that was fetched (or tried) and did not come back fine.
+FETCH_FAILURES = ("http_4xx", "http_5xx", "timeout", "dns", "tls", "connection", "too_large")
+
 
 def error_counts(stats) -> dict[str, int]:
     """The crawl's errors so far by class (classes with none left out), from the stats."""

@@ -85,6 +85,10 @@ CRAWLYX_RENDER_WAIT_UNTIL = "load"  # load | domcontentloaded | networkidle
 # before it is looked up, so no DNS query leaves for it. Empty: any host the SSRF guard allows.
 CRAWLYX_RENDER_ALLOWED_HOSTS = []
 
+# The site audit (-a audit=, `scrapy audit JOB`; crawlyx/graph/audit.py): pages more links
+# than this away from the start are listed as too deep.
+CRAWLYX_AUDIT_MAX_DEPTH = 4
+
 # Crawl breadth (crawlyx/breadth): distinct URLs per bot per UTC day, in HLL++ sketches
 # merged into Redis under crawlyx:_breadth:{site}:...; `scrapy visits`, `scrapy breadth`.
 CRAWLYX_BREADTH_ENABLED = True  # the crawl records its own fetches and the site's corpus

@@ -33,13 +33,10 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from crawlyx.errors import error_counts
+from crawlyx.errors import FETCH_FAILURES, error_counts
 from crawlyx.extensions.telemetry import fetch_tally
 
 logger = logging.getLogger(__name__)
-
-# The error classes of a URL that was fetched (or tried) and did not come back fine.
-FETCH_FAILURES = ("http_4xx", "http_5xx", "timeout", "dns", "tls", "connection", "too_large")
 
 # The objectives (from the crawl-monitoring SLO table): name -> (comparison, target).
 SLOS = {

@@ -1,0 +1,187 @@
+"""The site tree, derived from the crawl's graph at the end; and llms.txt from it.
+
+Rules (the same graph always gives the same tree, whatever order it was recorded in):
+
+* The tree holds the site's pages (:func:`crawlyx.graph.walk.is_page`: read, 2xx, no
+  redirect), opted-out (noindex) ones included, so their children keep their place.
+* A page's depth is its link distance from the start (:func:`crawlyx.graph.walk.distances`;
+  a redirect hop costs nothing: a link to a redirect reaches where it leads).
+* A page's parent is, among the pages one link closer to the start that link to it (or
+  to a redirect leading to it), the first by :func:`crawlyx.graph.walk.url_key` (path,
+  then whole URL). Every page has one place: shared parents and cycles end there.
+* Children are ordered by the same key.
+* Pages the start's links never reach (sitemap-only pages, and pages only they link to)
+  are not dropped: they form further trees, in :attr:`Tree.unlinked`, each rooted at an
+  unreached page that no unreached page links to (by the same key), then at any left.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from crawlyx.graph.model import Graph
+from crawlyx.graph.walk import chain, distances, is_page, url_key
+
+OPT_OUT = ("noindex", "none", "noai")  # pages with these directives stay out of llms.txt
+
+
+@dataclass
+class TreeNode:
+    url: str
+    children: list[TreeNode] = field(default_factory=list)
+
+
+@dataclass
+class Tree:
+    root: TreeNode | None  # the start page; None if it is no page (it failed)
+    unlinked: list[TreeNode] = field(default_factory=list)
+
+    def walk(self):
+        """(level, node) of every page, depth first, in order: the root's tree, then the
+        unlinked ones (their roots at level 0)."""
+        stack = [(0, node) for node in reversed(self.unlinked)]
+        if self.root is not None:
+            stack.append((0, self.root))
+        while stack:
+            level, node = stack.pop()
+            yield level, node
+            stack.extend((level + 1, child) for child in reversed(node.children))
+
+
+def _targets(graph: Graph, url: str) -> list[str]:
+    """The pages ``url``'s links reach, through redirects."""
+    reached = []
+    for target in graph.links.get(url, ()):
+        hops, loops = chain(graph, target)
+        if not loops and is_page(graph.nodes.get(hops[-1])):
+            reached.append(hops[-1])
+    return reached
+
+
+def build_tree(graph: Graph) -> Tree:
+    dist = distances(graph)
+    pages = sorted((u for u, n in graph.nodes.items() if is_page(n)), key=url_key)
+    parent: dict[str, str] = {}
+    for source in pages:  # in key order: the first parent found is the one kept
+        if source not in dist:
+            continue
+        for target in _targets(graph, source):
+            if dist.get(target) == dist[source] + 1 and target not in parent:
+                parent[target] = source
+    nodes = {url: TreeNode(url) for url in pages}
+    for url in pages:  # in key order: children come out sorted
+        if url in parent:
+            nodes[parent[url]].children.append(nodes[url])
+    start = chain(graph, graph.start)[0][-1]
+    root = nodes.get(start)
+    return Tree(root, _unlinked(graph, [u for u in pages if u not in dist], nodes))
+
+
+def _unlinked(graph: Graph, left: list[str], nodes: dict[str, TreeNode]) -> list[TreeNode]:
+    """Trees of the pages the start does not reach (``left``, in key order): a visited
+    set grows each tree breadth first over links among them."""
+    remaining = set(left)
+    linked = {t for url in left for t in _targets(graph, url) if t != url}
+    roots = []
+    for url in [u for u in left if u not in linked] + left:
+        if url not in remaining:
+            continue
+        remaining.discard(url)
+        roots.append(nodes[url])
+        level = [url]
+        while level:
+            found = defaultdict(list)
+            for source in level:
+                for target in sorted(_targets(graph, source), key=url_key):
+                    if target in remaining:
+                        remaining.discard(target)
+                        found[source].append(target)
+            for source, targets in found.items():
+                nodes[source].children = [nodes[t] for t in targets]
+            level = sorted((t for ts in found.values() for t in ts), key=url_key)
+    return roots
+
+
+def _title(graph: Graph, url: str) -> str:
+    title = " ".join((graph.nodes[url].title or "").split())
+    return title or urlsplit(url).path or url
+
+
+def _link(graph: Graph, url: str) -> str:
+    text = _title(graph, url).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    return f"[{text}]({url})"
+
+
+def site_name(graph: Graph, tree: Tree) -> str:
+    if tree.root is not None and graph.nodes[tree.root.url].title:
+        return _title(graph, tree.root.url)
+    return urlsplit(graph.start).netloc
+
+
+def tree_markdown(tree: Tree, graph: Graph) -> str:
+    """The tree as an indented outline of titles and URLs."""
+    lines = [f"# {site_name(graph, tree)}", ""]
+    first = tree.unlinked[0] if tree.unlinked else None
+    for level, node in tree.walk():
+        if node is first:
+            lines += ["", "## Not linked from the start page", ""]
+        lines.append(f"{'  ' * level}- {_link(graph, node.url)}")
+    return "\n".join(lines) + "\n"
+
+
+def listed(graph: Graph, url: str) -> bool:
+    """In llms.txt and llms-full.txt: not opted out (noindex, noai)."""
+    return not set(graph.nodes[url].robots) & set(OPT_OUT)
+
+
+def _line(graph: Graph, url: str) -> str:
+    description = " ".join((graph.nodes[url].description or "").split())
+    return f"- {_link(graph, url)}" + (f": {description}" if description else "")
+
+
+def _flatten(node: TreeNode) -> list[str]:
+    return [n.url for _, n in Tree(node).walk()]
+
+
+def llms_txt(tree: Tree, graph: Graph) -> str:
+    """llms.txt (llmstxt.org): the site's name as H1, its description as the blockquote,
+    then one section per top-level page that has pages under it (that page, then its
+    whole subtree, depth first), preceded by an "Overview" of the start page and its
+    other top-level pages, and followed by "Other pages" (the unlinked ones).
+    Opted-out pages are left out, their subtrees are not."""
+    name = site_name(graph, tree)
+    root = tree.root
+    summary = root is not None and graph.nodes[root.url].description
+    summary = " ".join((summary or f"The pages of {urlsplit(graph.start).netloc}.").split())
+    sections: list[tuple[str, list[str]]] = []
+    if root is not None:
+        overview = [root.url] + [c.url for c in root.children if not c.children]
+        sections.append(("Overview", overview))
+        sections += [(_title(graph, c.url), _flatten(c)) for c in root.children if c.children]
+    sections.append(("Other pages", [u for n in tree.unlinked for u in _flatten(n)]))
+    lines = [f"# {name}", "", f"> {summary}"]
+    for title, urls in sections:
+        urls = [u for u in urls if listed(graph, u)]
+        if urls:
+            lines += ["", f"## {title}", ""] + [_line(graph, u) for u in urls]
+    return "\n".join(lines) + "\n"
+
+
+def write_llms_full(tree: Tree, graph: Graph, markdown_of, out) -> int:
+    """Each listed page's markdown, in tree order, into the text stream ``out``, each
+    headed by its URL; ``markdown_of(url)`` gives it (None: not stored, skipped).
+    Returns the number of pages written."""
+    written = 0
+    for _, node in tree.walk():
+        if not listed(graph, node.url):
+            continue
+        markdown = markdown_of(node.url)
+        if markdown is None:
+            continue
+        if written:
+            out.write("\n---\n\n")
+        out.write(f"Source: {node.url}\n\n{markdown.strip()}\n")
+        written += 1
+    return written
