@@ -134,7 +134,7 @@ def expected_audit(b: str, dup_hash: str) -> dict:
         ],  # fmt: skip
         "duplicates": {
             "exact": [{"content_hash": dup_hash, "urls": [b + "/dup-a", b + "/dup-b"]}],
-            "near": [{"urls": [b + "/near-a", b + "/near-b"], "min_similarity": 0.9844}],
+            "near": [{"urls": [b + "/near-a", b + "/near-b"], "min_similarity": 0.9531}],
             "titles": {
                 "duplicate": [{"title": "Same title", "urls": [b + "/same-a", b + "/same-b"]}],
                 "missing": [{"url": b + "/untitled"}],

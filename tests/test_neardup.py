@@ -25,3 +25,18 @@ def test_short_and_empty_texts_have_full_signatures():
     assert len(signature("")) == len(signature("one two")) == BINS * 8
     assert similarity(signature("one two three"), signature("one two three")) == 1.0
     assert similarity(signature("one two three"), signature("four five six")) == 0.0
+
+
+def test_every_near_duplicate_pair_is_found_and_no_other():
+    from crawlyx.graph.duplicates import near_duplicates
+
+    rng = random.Random(11)
+    vocabulary = ["".join(rng.choices(string.ascii_lowercase, k=6)) for _ in range(3000)]
+    signatures = {}
+    for n in range(40):
+        words = _text(rng, vocabulary, 300).split()
+        signatures[f"p{n:02}a"] = signature(" ".join(words))
+        words[rng.randrange(300)] = "edited"  # about 0.98 alike
+        signatures[f"p{n:02}b"] = signature(" ".join(words))
+    rows = near_duplicates(signatures)
+    assert [row["urls"] for row in rows] == [[f"p{n:02}a", f"p{n:02}b"] for n in range(40)]

@@ -52,6 +52,9 @@ def duplicates(graph: Graph, pages: list[str]) -> tuple[list[dict], list[dict]]:
     return exact, near_duplicates(signatures)
 
 
+LSH_BANDS = (8, 8)  # (bands, rows): 64 = the signature's bins
+
+
 def near_duplicates(signatures: dict[str, bytes]) -> list[dict]:
     """Groups of URLs whose signatures are alike: LSH candidates, each pair confirmed
     with :func:`neardup.similarity`, then connected components (URLs with one signature
@@ -78,7 +81,10 @@ def near_duplicates(signatures: dict[str, bytes]) -> list[dict]:
             # Full-range 64-bit values: datasketch's "affine64" storage (uint64).
             return LeanMinHash(seed=1, hashvalues=neardup.values(sig), scheme="affine64")
 
-        lsh = MinHashLSH(threshold=NEAR_DUPLICATE, num_perm=neardup.BINS)
+        # 8 bands of 8 rows: pages at 0.9 become candidates with odds 0.989 (datasketch's
+        # own choice for a 0.9 threshold, 3 bands of 21, gives 0.29: it balances misses
+        # against candidates, and here every candidate is checked on its signature).
+        lsh = MinHashLSH(num_perm=neardup.BINS, params=LSH_BANDS)
         for url, sig in firsts.items():
             lsh.insert(url, minhash(sig))
         for url in sorted(firsts):

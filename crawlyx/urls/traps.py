@@ -112,14 +112,10 @@ def content_signature(text: str) -> bytes:
     pages differ, and what a forum thread's pages repeat (its first post) is not."""
     if len(text) > 2 * SIGNATURE_CHARS:
         text = f"{text[:SIGNATURE_CHARS]} {text[-SIGNATURE_CHARS:]}"
-    return b"".join(heapq.nsmallest(SIGNATURE_HASHES, shingle_hashes(text)))
-
-
-def shingle_hashes(text: str) -> set[bytes]:
-    """The 8-byte BLAKE2b hashes of ``text``'s word 3-shingles, lowercased, digits masked."""
     words = _WORD.findall(_DIGITS.sub("0", text).lower())
     shingles = {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
-    return {hashlib.blake2b(s.encode(), digest_size=8).digest() for s in shingles if s}
+    hashes = {hashlib.blake2b(s.encode(), digest_size=8).digest() for s in shingles if s}
+    return b"".join(heapq.nsmallest(SIGNATURE_HASHES, hashes))
 
 
 def similarity(a: bytes, b: bytes) -> float:
