@@ -76,9 +76,9 @@ def test_depth_is_the_shortest_link_distance_from_the_start(store):
     store.set_start(B + "/")
     store.record(
         [
-            page("/", 0, {"/a": "", "/hop": ""}),
-            page("/a", 1, {"/b": ""}),
-            page("/b", 2, {"/c": "", "/a": ""}),
+            page("/", 0, {"/a": "", "/hop": ""}, f=1),
+            page("/a", 1, {"/b": ""}, f=1),
+            page("/b", 2, {"/c": "", "/a": ""}, f=1),
             page("/c", 3),  # the crawl met it at 3 first
             Record(B + "/hop", {"r": B + "/c", "s": 301}),  # a hop is not a click
             page("/sitemap-only", 1),  # the sitemap's depth, no link to it

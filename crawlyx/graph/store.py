@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 import struct
-from collections import deque
 
 from crawlyx.graph.model import Graph, Node
+from crawlyx.graph.walk import distances
 from crawlyx.urls.normalize import normalize_url
 
 # Node JSON keys -> Node fields. A key absent is the field's default.
@@ -160,8 +160,8 @@ class GraphStore:
 
     def load(self) -> Graph:
         """The recorded graph, read in batches (HSCAN). Node.depth is the shortest link
-        distance from the start over the recorded links (a redirect hop costs nothing)
-        when the graph is whole, else the smallest depth the crawl recorded."""
+        distance from the start (:func:`crawlyx.graph.walk.distances`) when the graph is
+        whole, else the smallest depth the crawl recorded."""
         meta = {k.decode(): v.decode() for k, v in self.client.hgetall(self.meta_key).items()}
         truncated = meta.get("truncated") == "1"
         graph = Graph(start=meta.get("start") or self._start(), truncated=truncated)
@@ -184,7 +184,7 @@ class GraphStore:
                     urls[target]: text for target, text in unpack(packed) if target in urls
                 }
         if not graph.truncated and graph.start in graph.nodes:
-            depths = link_depths(graph)
+            depths = distances(graph)
             for url, node in graph.nodes.items():
                 node.depth = depths.get(url)
         return graph
@@ -217,22 +217,3 @@ def _apply(node: Node, data: dict) -> None:
         elif name == "robots":
             value = tuple(value) if isinstance(value, list) else ()  # cjson: [] is {}
         setattr(node, name, value)
-
-
-def link_depths(graph: Graph) -> dict[str, int]:
-    """Shortest link distance from ``graph.start`` to every URL it reaches: a link costs
-    one, a redirect hop nothing (its target is where the link lands)."""
-    depths = {graph.start: 0}
-    queue = deque([graph.start])
-    while queue:
-        url = queue.popleft()
-        depth = depths[url]
-        target = graph.nodes[url].redirect if url in graph.nodes else None
-        if target in graph.nodes and depths.get(target, depth + 1) > depth:
-            depths[target] = depth
-            queue.appendleft(target)  # 0-1 BFS: a free hop is looked at first
-        for link in graph.links.get(url, ()):
-            if link not in depths or depths[link] > depth + 1:
-                depths[link] = depth + 1
-                queue.append(link)
-    return depths
