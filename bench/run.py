@@ -90,13 +90,15 @@ def run_measured(command: list[str], cwd: Path, env: dict) -> dict:
     return {"wall": wall, "peak": peak, "cpu": used, "log": "".join(log_lines)}
 
 
-def crawl(name: str, base: str, out: Path, max_pages: int, workdir: Path) -> dict:
+def crawl(name: str, base: str, out: Path, max_pages: int, workdir: Path, settings=()) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if name == "crawlyx":
         env["SCRAPY_SETTINGS_MODULE"] = "crawlyx.settings"
         command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start={base}",
                    "-a", f"max_pages={max_pages}", "-O", str(out),
                    "-s", f"CRAWLYX_DATA_DIR={workdir / '.crawlyx'}"]  # fmt: skip
+        for setting in settings:
+            command += ["-s", setting]
     else:
         env.pop("SCRAPY_SETTINGS_MODULE", None)
         command = [sys.executable, "-m", "scrapy", "runspider",
@@ -146,6 +148,10 @@ def main() -> None:
     parser.add_argument("--max-pages", type=int, default=0, help="default: --pages")
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument(
+        "-s", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+        help="a setting for the crawlyx crawl (repeatable), e.g. -s CRAWLYX_GRAPH_ENABLED=0",
+    )  # fmt: skip
+    parser.add_argument(
         "--rss", action="store_true", help="crawlyx at 2,000 and at --pages pages: RSS ratio"
     )
     args = parser.parse_args()
@@ -165,7 +171,7 @@ def main() -> None:
                 print(f"\ncrawler RSS at {args.pages} pages / at 2000 pages: {ratio:.2f}x")
                 return
             max_pages = args.max_pages or args.pages
-            rows = [crawl("crawlyx", base, work / "crawlyx.jsonl", max_pages, work)]
+            rows = [crawl("crawlyx", base, work / "crawlyx.jsonl", max_pages, work, args.settings)]
             if not args.skip_baseline:
                 rows.append(crawl("scrapy", base, work / "baseline.jsonl", max_pages, work))
             print(
