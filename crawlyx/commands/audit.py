@@ -19,15 +19,13 @@ import redis
 from scrapy.commands import ScrapyCommand
 
 from crawlyx.arguments import JOB_NAME, ArgumentError, _writable
+from crawlyx.commands import failer
 from crawlyx.extensions.audit import Audit, top_findings
 from crawlyx.frontier.jobs import RECORD, live_owners
 from crawlyx.frontier.state import State
 from crawlyx.graph.outputs import Outputs, PageMarkdown, load_graph, write_outputs
 
-
-def fail(message: str, code: int = 2):
-    print(f"crawlyx: audit: {message}", file=sys.stderr)
-    sys.exit(code)
+fail = failer("audit")
 
 
 class Command(ScrapyCommand):

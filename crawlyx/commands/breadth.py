@@ -15,19 +15,16 @@ a short read as complete.
 from __future__ import annotations
 
 import json
-import sys
 
 import redis
 from scrapy.commands import ScrapyCommand
 
 from crawlyx.breadth.report import MAX_DAYS, format_table, read_breadth
 from crawlyx.breadth.store import connect
+from crawlyx.commands import failer
 from crawlyx.urls.normalize import url_origin
 
-
-def fail(message: str, code: int = 2):
-    print(f"crawlyx: breadth: {message}", file=sys.stderr)
-    sys.exit(code)
+fail = failer("breadth")
 
 
 def parse_days(value: str) -> int:

@@ -9,11 +9,11 @@ See crawlyx.demand.report for what each figure means.
 from __future__ import annotations
 
 import json
-import sys
 
 import redis
 from scrapy.commands import ScrapyCommand
 
+from crawlyx.commands import failer
 from crawlyx.demand.ladder import check
 from crawlyx.demand.registry import Registry, registry_state
 from crawlyx.demand.report import format_table, read_demand
@@ -21,10 +21,7 @@ from crawlyx.demand.ring import RingConfig
 from crawlyx.demand.store import MergedRing, connect
 from crawlyx.urls.normalize import url_origin
 
-
-def fail(message: str, code: int = 2):
-    print(f"crawlyx: demand: {message}", file=sys.stderr)
-    sys.exit(code)
+fail = failer("demand")
 
 
 class Command(ScrapyCommand):

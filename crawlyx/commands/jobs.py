@@ -14,21 +14,19 @@ first). Reads the crawl's Redis (``CRAWLYX_REDIS_URL``) or the embedded server.
 from __future__ import annotations
 
 import json
-import sys
 
 import redis
 from scrapy.commands import ScrapyCommand
 
 from crawlyx.arguments import JOB_NAME
+from crawlyx.commands import failer
 from crawlyx.frontier.jobs import format_table, list_jobs, live_owners
 from crawlyx.frontier.state import State
 
 NAMESPACE = "_jobs"  # the connection's own State; no job can be named so
 
 
-def fail(message: str, code: int = 2):
-    print(f"crawlyx: jobs: {message}", file=sys.stderr)
-    sys.exit(code)
+fail = failer("jobs")
 
 
 def drop(state: State) -> str:

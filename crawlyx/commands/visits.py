@@ -31,6 +31,7 @@ from crawlyx.breadth.accesslog import BadLine, LogFormat, follow
 from crawlyx.breadth.bots import BotTable
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, connect, utc_day
+from crawlyx.commands import failer
 from crawlyx.demand import Demand, RingConfig
 from crawlyx.demand.store import demand_state
 from crawlyx.urls.normalize import normalize_url, url_origin
@@ -43,9 +44,7 @@ DEMAND_SIZE_FLUSH = 24
 CHECK_EVERY = 256  # lines between flush checks
 
 
-def fail(message: str, code: int = 2):
-    print(f"crawlyx: visits: {message}", file=sys.stderr)
-    sys.exit(code)
+fail = failer("visits")
 
 
 class _Stop(Exception):
