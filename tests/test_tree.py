@@ -157,3 +157,19 @@ def test_llms_full_concatenates_stored_markdown_in_tree_order():
         f"\n---\n\nSource: {B}/b\n\n# B\n"
         f"\n---\n\nSource: {B}/lost/child\n\nchild text\n"
     )
+
+
+def test_the_sites_name_shared_by_most_titles_is_the_h1_and_leaves_the_titles():
+    g = Graph(start=B + "/")
+    page(g, "/", ["/a", "/b", "/c"], title="Welcome | Acme Docs", description="Docs.")
+    page(g, "/a", title="Install | Acme Docs")
+    page(g, "/b", title="Use it | Acme Docs")
+    page(g, "/c", title="Acme Docs")  # the name alone stays whole
+    text = llms_txt(build_tree(g), g)
+    assert text.startswith("# Acme Docs\n\n> Docs.\n")
+    assert f"- [Welcome]({B}/): Docs." in text and f"- [Install]({B}/a)" in text
+    assert f"- [Acme Docs]({B}/c)" in text
+    # Fewer than half the titles share a part: the start page's title is the name.
+    page(g, "/a", title="Install")
+    page(g, "/b", title="Use it - Guide")
+    assert llms_txt(build_tree(g), g).startswith("# Welcome | Acme Docs\n")

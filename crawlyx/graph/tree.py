@@ -104,30 +104,70 @@ def _unlinked(graph: Graph, left: list[str], nodes: dict[str, TreeNode]) -> list
     return roots
 
 
-def _title(graph: Graph, url: str) -> str:
-    title = " ".join((graph.nodes[url].title or "").split())
-    return title or urlsplit(url).path or url
+# How sites join a page's title and the site's name: "Install — Requests 2.34 documentation".
+SEPARATORS = (" — ", " – ", " | ", " - ", " · ", " :: ", " » ")
 
 
-def _link(graph: Graph, url: str) -> str:
-    text = _title(graph, url).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-    return f"[{text}]({url})"
+class Titles:
+    """The pages' titles as the tree and llms.txt show them. When at least half the
+    site's titles (and two or more) share the site's name as their last or first part
+    (after one of :data:`SEPARATORS`), that part is the site's name, the H1, and is
+    taken off each title it ends or starts."""
+
+    def __init__(self, graph: Graph, tree: Tree):
+        self.graph = graph
+        titles = [self._raw(n.url) for _, n in tree.walk()]
+        self.affix = _common_affix([t for t in titles if t])
+        root_title = tree.root is not None and self._raw(tree.root.url)
+        if self.affix is not None:
+            self.name = self.affix[2]
+        else:
+            self.name = root_title or urlsplit(graph.start).netloc
+
+    def _raw(self, url: str) -> str:
+        return " ".join((self.graph.nodes[url].title or "").split())
+
+    def of(self, url: str) -> str:
+        title = self._raw(url)
+        if self.affix is not None:
+            side, sep, name = self.affix
+            if side == "suffix" and title.endswith(sep + name):
+                title = title[: -len(sep + name)]
+            elif side == "prefix" and title.startswith(name + sep):
+                title = title[len(name + sep) :]
+        return title or urlsplit(url).path or url
+
+    def link(self, url: str) -> str:
+        text = self.of(url).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+        return f"[{text}]({url})"
 
 
-def site_name(graph: Graph, tree: Tree) -> str:
-    if tree.root is not None and graph.nodes[tree.root.url].title:
-        return _title(graph, tree.root.url)
-    return urlsplit(graph.start).netloc
+def _common_affix(titles: list[str]) -> tuple[str, str, str] | None:
+    """(``suffix`` or ``prefix``, separator, name) shared by at least half of ``titles``."""
+    counts: dict[tuple[str, str, str], int] = defaultdict(int)
+    for title in titles:
+        seen = set()
+        for sep in SEPARATORS:
+            if sep in title:
+                seen.add(("suffix", sep, title.rpartition(sep)[2]))
+                seen.add(("prefix", sep, title.partition(sep)[0]))
+        for key in seen:
+            counts[key] += 1
+    if not counts:
+        return None
+    best = min(counts, key=lambda k: (-counts[k], k))
+    return best if counts[best] >= max(2, len(titles) / 2) and best[2] else None
 
 
 def tree_markdown(tree: Tree, graph: Graph) -> str:
     """The tree as an indented outline of titles and URLs."""
-    lines = [f"# {site_name(graph, tree)}", ""]
+    titles = Titles(graph, tree)
+    lines = [f"# {titles.name}", ""]
     first = tree.unlinked[0] if tree.unlinked else None
     for level, node in tree.walk():
         if node is first:
             lines += ["", "## Not linked from the start page", ""]
-        lines.append(f"{'  ' * level}- {_link(graph, node.url)}")
+        lines.append(f"{'  ' * level}- {titles.link(node.url)}")
     return "\n".join(lines) + "\n"
 
 
@@ -136,9 +176,9 @@ def listed(graph: Graph, url: str) -> bool:
     return not set(graph.nodes[url].robots) & set(OPT_OUT)
 
 
-def _line(graph: Graph, url: str) -> str:
+def _line(graph: Graph, titles: Titles, url: str) -> str:
     description = " ".join((graph.nodes[url].description or "").split())
-    return f"- {_link(graph, url)}" + (f": {description}" if description else "")
+    return f"- {titles.link(url)}" + (f": {description}" if description else "")
 
 
 def _flatten(node: TreeNode) -> list[str]:
@@ -151,7 +191,7 @@ def llms_txt(tree: Tree, graph: Graph) -> str:
     whole subtree, depth first), preceded by an "Overview" of the start page and its
     other top-level pages, and followed by "Other pages" (the unlinked ones).
     Opted-out pages are left out, their subtrees are not."""
-    name = site_name(graph, tree)
+    titles = Titles(graph, tree)
     root = tree.root
     summary = root is not None and graph.nodes[root.url].description
     summary = " ".join((summary or f"The pages of {urlsplit(graph.start).netloc}.").split())
@@ -159,13 +199,13 @@ def llms_txt(tree: Tree, graph: Graph) -> str:
     if root is not None:
         overview = [root.url] + [c.url for c in root.children if not c.children]
         sections.append(("Overview", overview))
-        sections += [(_title(graph, c.url), _flatten(c)) for c in root.children if c.children]
+        sections += [(titles.of(c.url), _flatten(c)) for c in root.children if c.children]
     sections.append(("Other pages", [u for n in tree.unlinked for u in _flatten(n)]))
-    lines = [f"# {name}", "", f"> {summary}"]
+    lines = [f"# {titles.name}", "", f"> {summary}"]
     for title, urls in sections:
         urls = [u for u in urls if listed(graph, u)]
         if urls:
-            lines += ["", f"## {title}", ""] + [_line(graph, u) for u in urls]
+            lines += ["", f"## {title}", ""] + [_line(graph, titles, u) for u in urls]
     return "\n".join(lines) + "\n"
 
 
