@@ -114,6 +114,7 @@ def test_load_round_trips_every_node_field(store):
     fields = {
         "s": 200, "f": 1, "c": B + "/canonical", "b": ["noindex", "nofollow"], "h": "ab" * 32,
         "t": "Tïtle / one", "d": "A \"quoted\" description", "p": 2, "m": 1, "e": "opted_out",
+        "u": "The first paragraph.",
     }  # fmt: skip
     store.record([Record(B + "/page", fields, {B + "/x": "Ünïcode anchor"}, signature)])
     store.record([Record(B + "/moved", {"s": 308, "r": "https://elsewhere.test/x", "p": 1})])
@@ -122,7 +123,7 @@ def test_load_round_trips_every_node_field(store):
         url=B + "/page", status=200, error="opted_out", redirect=None, fetched=True,
         canonical=B + "/canonical", robots=("noindex", "nofollow"), content_hash="ab" * 32,
         signature=signature, title="Tïtle / one", description='A "quoted" description',
-        depth=2, in_sitemap=True,
+        depth=2, in_sitemap=True, summary="The first paragraph.",
     )  # fmt: skip
     assert graph.nodes[B + "/moved"] == Node(
         url=B + "/moved", status=308, redirect="https://elsewhere.test/x", depth=1

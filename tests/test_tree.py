@@ -173,3 +173,20 @@ def test_the_sites_name_shared_by_most_titles_is_the_h1_and_leaves_the_titles():
     page(g, "/a", title="Install")
     page(g, "/b", title="Use it - Guide")
     assert llms_txt(build_tree(g), g).startswith("# Welcome | Acme Docs\n")
+
+
+def test_without_a_description_the_summary_is_the_start_pages_first_paragraph():
+    from crawlyx.graph.recorder import lede
+
+    markdown = (
+        "# Acme\n\n[Home](/) | [Docs](/docs)\n\n- a list\n\n"
+        "Acme makes [rockets](/rockets) for coyotes. It has done so since 1949, and more."
+    )
+    g = Graph(start=B + "/")
+    page(g, "/", title="Acme", description=None)
+    g.nodes[B + "/"].summary = lede(markdown)
+    assert "\n> Acme makes rockets for coyotes. It has done so since 1949, and more.\n" in (
+        llms_txt(build_tree(g), g)
+    )
+    assert lede("# Only a heading\n\n- and a list") is None
+    assert lede("word " * 100, limit=50).endswith("…")

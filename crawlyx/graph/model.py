@@ -32,6 +32,8 @@ class Node:
     description: str | None = None
     depth: int | None = None  # shortest link distance from the start URL found
     in_sitemap: bool = False  # listed in a sitemap of the site
+    # The start page's first paragraph, for llms.txt's summary when it has no description.
+    summary: str | None = None
 
 
 @dataclass

@@ -36,6 +36,7 @@ process added), ``crawlyx/graph/truncated`` (1 once the graph reached
 from __future__ import annotations
 
 import logging
+import re
 from base64 import b64decode
 from weakref import WeakKeyDictionary
 
@@ -61,6 +62,7 @@ class GraphRecorder:
         self._store: GraphStore | None = None
         self._task: task.LoopingCall | None = None
         self._flush_call = None
+        self.start: str | None = None  # the start page, once this process has read it
 
     @staticmethod
     def check_settings(settings) -> int:
@@ -111,6 +113,9 @@ class GraphRecorder:
                 pass
         if directives:
             fields["b"] = sorted(directives)
+        summary = url == self.start and not page.get("description") and lede(page["markdown"])
+        if summary:
+            fields["u"] = summary
         anchors = page.get("anchors") or {}
         links = {link: anchors.get(link, "") for link in page["links"]}
         signature = page.get("neardup")
@@ -142,7 +147,7 @@ class GraphRecorder:
     def anchor(self, response) -> None:
         """The start URL's response: the graph's start, and the hops of its redirects
         that were on the crawl's origin (unknown while they were followed)."""
-        url = normalize_url(response.url)
+        url = self.start = normalize_url(response.url)
         try:
             self.store.set_start(url)
         except REDIS_DOWN as exc:
@@ -236,3 +241,23 @@ def graph_recorder(crawler) -> GraphRecorder | None:
     if recorder is None:
         recorder = _recorders[crawler] = GraphRecorder.from_crawler(crawler)
     return recorder
+
+
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url), ![alt](src)
+
+
+def lede(markdown: str, limit: int = 300) -> str | None:
+    """The first paragraph of prose in ``markdown`` (not a heading, list, quote, table or
+    code), links reduced to their text, cut at a sentence end within ``limit``."""
+    for block in markdown.split("\n\n"):
+        block = block.strip()
+        if not block or block[0] in "#-*>|`<!" or block[:2].rstrip(".").isdigit():
+            continue
+        text = " ".join(_LINK.sub(r"\1", block).split())
+        if len(text) < 40:
+            continue
+        if len(text) > limit:
+            cut = text.rfind(". ", 0, limit)
+            text = text[: cut + 1] if cut > 0 else text[:limit].rsplit(" ", 1)[0] + "…"
+        return text
+    return None

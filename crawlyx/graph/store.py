@@ -43,6 +43,7 @@ FIELDS = {
     "d": "description",
     "p": "depth",  # the smallest recorded
     "m": "in_sitemap",  # 1
+    "u": "summary",  # the start page's only
 }
 
 # KEYS: ids, meta, links, nodes, sigs.

@@ -193,7 +193,8 @@ def llms_txt(tree: Tree, graph: Graph) -> str:
     Opted-out pages are left out, their subtrees are not."""
     titles = Titles(graph, tree)
     root = tree.root
-    summary = root is not None and graph.nodes[root.url].description
+    node = graph.nodes[root.url] if root is not None else None
+    summary = node is not None and (node.description or node.summary)
     summary = " ".join((summary or f"The pages of {urlsplit(graph.start).netloc}.").split())
     sections: list[tuple[str, list[str]]] = []
     if root is not None:
