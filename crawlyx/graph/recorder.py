@@ -244,6 +244,7 @@ def graph_recorder(crawler) -> GraphRecorder | None:
 
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url), ![alt](src)
+_LIST = re.compile(r"([-*+]|[0-9]+[.)])\s")  # a list item's marker
 
 
 def lede(markdown: str, limit: int = 300) -> str | None:
@@ -251,9 +252,9 @@ def lede(markdown: str, limit: int = 300) -> str | None:
     code), links reduced to their text, cut at a sentence end within ``limit``."""
     for block in markdown.split("\n\n"):
         block = block.strip()
-        if not block or block[0] in "#-*>|`<!" or block[:2].rstrip(".").isdigit():
+        if not block or block[0] in "#>|`<!~" or _LIST.match(block):
             continue
-        text = " ".join(_LINK.sub(r"\1", block).split())
+        text = " ".join(_LINK.sub(r"\1", block).replace("**", "").replace("__", "").split())
         if len(text) < 40:
             continue
         if len(text) > limit:
