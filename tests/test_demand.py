@@ -385,3 +385,22 @@ def test_a_crawl_with_demand_on_flushes_and_records_none_of_its_own_fetches(site
         settings={"CRAWLYX_DEMAND_ENABLED": "true", "CRAWLYX_DEMAND_SLICE": "7h"},
     )
     assert slow.returncode == 2 and "no longer than the fastest rung (6h)" in slow.log
+
+
+def test_a_timer_flush_counts_and_never_raises():
+    from crawlyx.extensions import flush_counted
+
+    stats = get_crawler(settings_dict=crawlyx_settings()).stats
+
+    def fails(exc):
+        def merge():
+            raise exc
+
+        return merge
+
+    assert flush_counted(stats, "demand", lambda: 3)
+    assert not flush_counted(stats, "demand", fails(redis.ConnectionError("down")))
+    assert not flush_counted(stats, "demand", fails(ValueError("a bug")))
+    assert stats.get_value("crawlyx/demand/flushes") == 1
+    assert stats.get_value("crawlyx/demand/rows_merged") == 3
+    assert stats.get_value("crawlyx/demand/flush_failures") == 2

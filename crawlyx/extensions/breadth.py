@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import time
 
-import redis
 from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -36,6 +35,7 @@ from twisted.internet import task
 
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, breadth_state, utc_day
+from crawlyx.extensions import flush_counted
 from crawlyx.frontier.state import crawl_state
 from crawlyx.urls.normalize import normalize_url
 
@@ -154,23 +154,13 @@ class Breadth:
             return False
         self._flushing = True
         try:
-            merged = 0
-            for recorder in list(self.recorders.values()):
-                merged += self.store.flush(recorder).merged
-            self.stats.inc_value("crawlyx/breadth/flushes")
-            self.stats.inc_value("crawlyx/breadth/rows_merged", merged)
-            return True
-        except redis.RedisError as exc:
-            self.stats.inc_value("crawlyx/breadth/flush_failures")
-            logger.warning("crawlyx: breadth flush failed, kept for the next one: %s", exc)
-            return False
-        except Exception:  # a bug must not stop the LoopingCall (nor the crawl)
-            self.stats.inc_value("crawlyx/breadth/flush_failures")
-            logger.exception("crawlyx: breadth flush failed")
-            return False
+            return flush_counted(self.stats, "breadth", self._merge)
         finally:
             self._flushing = False
             self._set_stats()
+
+    def _merge(self) -> int:
+        return sum(self.store.flush(r).merged for r in list(self.recorders.values()))
 
     def _set_stats(self) -> None:
         self.stats.set_value("crawlyx/breadth/recorded", self.recorded)

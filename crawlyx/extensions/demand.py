@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 
-import redis
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
@@ -28,6 +27,7 @@ from twisted.internet import task
 from crawlyx import demand
 from crawlyx.demand import ladder
 from crawlyx.demand.ring import RingConfig
+from crawlyx.extensions import flush_counted
 from crawlyx.frontier.state import crawl_state
 
 logger = logging.getLogger(__name__)
@@ -67,23 +67,11 @@ class Demand:
         """Merge the process's visits into Redis; False if Redis failed (kept)."""
         if self.ring is None:
             return False
-        try:
-            merged = self.ring.flush()
-            self.stats.inc_value("crawlyx/demand/flushes")
-            self.stats.inc_value("crawlyx/demand/rows_merged", merged)
-            return True
-        except redis.RedisError as exc:
-            self.stats.inc_value("crawlyx/demand/flush_failures")
-            logger.warning("crawlyx: demand flush failed, kept for the next one: %s", exc)
-            return False
-        except Exception:  # a bug must not stop the LoopingCall (nor the crawl)
-            self.stats.inc_value("crawlyx/demand/flush_failures")
-            logger.exception("crawlyx: demand flush failed")
-            return False
-        finally:
-            self.stats.set_value("crawlyx/demand/recorded", self.ring.recorded)
-            if self.ring.sites_dropped:
-                self.stats.set_value("crawlyx/demand/sites_dropped", self.ring.sites_dropped)
+        flushed = flush_counted(self.stats, "demand", self.ring.flush)
+        self.stats.set_value("crawlyx/demand/recorded", self.ring.recorded)
+        if self.ring.sites_dropped:
+            self.stats.set_value("crawlyx/demand/sites_dropped", self.ring.sites_dropped)
+        return flushed
 
     def spider_closed(self, spider, reason=None):
         if self._task is not None and self._task.running:
