@@ -380,9 +380,10 @@ class SiteSpider(Spider):
     # -- refresh runs (see crawlyx/demand/recrawl.py) ---------------------------------
 
     def _due(self, origin):
-        """The site's pages due now, asked for with their conditional headers."""
+        """The site's pages due now (the registry of the crawl's origin: all in scope),
+        asked for with their conditional headers."""
         for url, headers in self.recrawl.due(origin):
-            if self.in_scope(url) and self.allowed(url):
+            if self.allowed(url):
                 yield self._request(url, depth=1, referrer=None, headers=headers)
 
     # -- sitemaps ---------------------------------------------------------------------
