@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from crawlyx.frontier.state import State
 from crawlyx.graph.audit import audit, audit_markdown
 from crawlyx.graph.model import Graph
+from crawlyx.graph.store import GraphStore
 from crawlyx.graph.tree import build_tree, llms_txt, tree_markdown, write_llms_full
 
 
 def load_graph(state: State, settings) -> Graph:
     """The job's recorded graph (its edge budget matters only when recording)."""
-    from crawlyx.graph.store import GraphStore
-
     return GraphStore(state, settings.getint("CRAWLYX_GRAPH_MAX_EDGES")).load()
 
 
