@@ -32,11 +32,12 @@ DEFAULT_CORPUS = ROOT / "tests" / "corpus"
 LINK_TARGET = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
 _MARKDOWN_SYNTAX = str.maketrans({c: " " for c in "#*`|[]()>-_"})
 _re_word = re.compile(r"\w+")
+_re_ordered_marker = re.compile(r"^\s*\d{1,9}[.)](?=\s)", re.MULTILINE)  # "1. " of a list item
 
 
 def tokens(text: str) -> list[str]:
     """Lower-cased words of ``text`` with markdown syntax and link targets removed."""
-    text = LINK_TARGET.sub("] ", text)
+    text = _re_ordered_marker.sub(" ", LINK_TARGET.sub("] ", text))
     return _re_word.findall(text.translate(_MARKDOWN_SYNTAX).lower())
 
 
