@@ -127,3 +127,80 @@ def test_a_lead_above_the_body_stays_with_it():
     assert "ending a decade of debate" in out
     assert "Paragraph 11 of the story" in out
     assert "Mayor resigns" not in out
+
+
+STORY = "".join(
+    f"<p>Part {i} of the guide explains, in plain words and at some length, how to dig the "
+    f"beds, when to sow the seeds and how much water the young plants need.</p>"
+    for i in range(8)
+)
+
+
+def test_a_control_left_open_does_not_swallow_the_page():
+    # The menu button's markup is broken (its inner divs are never closed): the parser
+    # puts the whole page inside the button. The page is read, the button's label is not.
+    page = (
+        "<html><body><header><button class='menu-button' aria-label='Menu'>"
+        "<div class='inner'><div></button></header>"
+        f"<article><h1>Start a vegetable garden</h1>{STORY}</article>"
+        "<footer>Garden Weekly</footer></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/start")
+    assert out.startswith("# Start a vegetable garden\n")
+    assert "Part 7 of the guide" in out
+    assert "Garden Weekly" not in out
+
+
+def test_a_page_hidden_until_its_scripts_run_is_read():
+    page = (
+        "<html><body><div style='visibility:hidden;background-color:#fff'>"
+        f"<h1>Machine learning tutorial</h1>{STORY}</div>"
+        "<p style='display:none'>Loading the editor.</p></body></html>"
+    )
+    out = page_markdown(page, "https://learn.example/ml")
+    assert "Part 0 of the guide" in out
+    assert "Loading the editor" not in out
+
+
+def test_docs_tabs_cards_and_announced_lists_stay():
+    cards = "".join(
+        f"<li><p><strong><a href='p{i}/'>Built-in plugin number {i}</a></strong></p>"
+        f"<p>Plugin {i} does one job well and is described here in a sentence.</p></li>"
+        for i in range(4)
+    )
+    extensions = "".join(f"<li><a href='ext/#{i}'>Extension {i}</a></li>" for i in range(8))
+    page = (
+        "<html><body><nav class='md-nav'><a href='/'>Home</a><a href='/setup'>Setup</a></nav>"
+        "<article><h1>Plugins</h1>"
+        f"<p>{'Plugins extend the build with new features and pages. ' * 6}</p>"
+        "<div class='tabbed-set'><div class='tabbed-labels'><label for='t1'>Unix</label>"
+        "<label for='t2'>Windows</label></div><div class='tabbed-content'>"
+        "<div class='tabbed-block'><pre><code>pip install plugin</code></pre></div>"
+        "<div class='tabbed-block'><pre><code>py -m pip install plugin</code></pre></div>"
+        "</div></div>"
+        f"<div class='grid cards'><ul>{cards}</ul></div>"
+        "<p>The following extensions are supported, click on one to learn more:</p>"
+        f"<div class='columns'><ul>{extensions}</ul></div></article></body></html>"
+    )
+    out = page_markdown(page, "https://docs.example/plugins/")
+    assert "Unix" in out and "Windows" in out
+    assert "[Built-in plugin number 3](https://docs.example/plugins/p3/)" in out
+    assert "[Extension 7](https://docs.example/plugins/ext/#7)" in out
+    assert "Setup" not in out
+
+
+def test_a_list_under_its_heading_keeps_the_heading_and_intro():
+    items = "".join(
+        f"<li>Opinion {i}: positional arguments should be used sparingly and, when they "
+        f"are used, they should be required so the command reads well.</li>"
+        for i in range(6)
+    )
+    page = (
+        "<html><body><section><h1>Design opinions</h1><p>A penny for your thoughts.</p>"
+        "<section><h2>Options over arguments</h2>"
+        f"<ul>{items}</ul></section></section></body></html>"
+    )
+    out = page_markdown(page, "https://docs.example/opinions")
+    assert out.startswith("# Design opinions\n")
+    assert "## Options over arguments" in out
+    assert "- Opinion 5" in out

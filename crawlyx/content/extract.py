@@ -2,15 +2,19 @@
 
 Policy, in order:
 
-1. Drop what is never content: scripts and styles, forms and controls, hidden elements
-   (but a hidden tab or accordion panel), navigation, sidebars, footers and dialogs, the
-   page header unless it is most of the page, and blocks whose class or id names a kind
-   of boilerplate (cookie banners, share bars, comments, related lists, ads...) unless the
-   blocks of that name are most of the text and no article stands beside them. Text
-   served inside ``<noscript>`` is read there when it is most of the page.
+1. Drop what is never content: scripts and styles, forms and controls (but a tab's
+   label, and a control left open by broken markup, which holds the page: it is
+   unwrapped), hidden elements (but a hidden tab or accordion panel, and a block hidden
+   until scripts run that holds most of the page), navigation, sidebars, footers and
+   dialogs, the page header unless it is most of the page, and blocks whose class or id
+   names a kind of boilerplate (cookie banners, share bars, comments, related lists,
+   ads...) unless the blocks of that name are most of the text and no article stands
+   beside them. Text served inside ``<noscript>`` is read there when it is most of the page.
 2. Find the container from the body down: into the child that holds most of the text
-   outside links, until no child does.
-3. Inside it, drop rails of links, unless they are most of it or a table of contents.
+   outside links, until no child does, or a lead above it or a heading above a list
+   would be left behind.
+3. Inside it, drop rails of links, unless they are most of it, a table of contents, or
+   announced by the paragraph before them ("The following plugins are included:").
 4. The page's title is the top heading, exactly once.
 
 The chosen subtree is converted by :mod:`crawlyx.content.markdown`. Blocks that repeat across
@@ -64,6 +68,9 @@ _CONTENT = re.compile(
     r"(?:[-_](?:body|content|text|inner|wrapper|container))?",
     re.IGNORECASE,
 )
+# Controls whose own text is a few words; one holding more was left open by the markup.
+_CONTROLS = frozenset({"button", "label"})
+CONTROL_WORDS = 50
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 # Text only for screen readers repeats what the page shows.
 _SCREEN_READER = re.compile(
@@ -78,13 +85,16 @@ _CONTAINERS = frozenset(
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
-_LEAVES = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "p"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_LEAVES = _HEADINGS | {"p"}
+_LISTS = frozenset({"ul", "ol", "dl"})
 # Shares of the text that decide: the child the container search descends into, the
 # containers of one boilerplate name that are content after all, the link lists that are.
 CONTENT_SHARE = 0.75
 NAMED_SHARE = 0.5
 LINK_LISTS_SHARE = 0.5
 HIDDEN_PROSE_WORDS = 15
+HIDDEN_PAGE_SHARE = 0.5
 ARTICLE_WORDS = 150
 LEAD_WORDS = 30
 LEAD_SHARE = 0.1
@@ -167,6 +177,12 @@ def _is_prose(el) -> bool:
     )
 
 
+def _is_tab_label(el) -> bool:
+    """A tab's label ("Windows", "macOS" above a command): it names its panel."""
+    parent = el.getparent()
+    return parent is not None and bool(_PANEL.search(f"{_names(el)} {_names(parent)}"))
+
+
 def _is_permalink(el) -> bool:
     """A heading's permalink ("¶") or a footnote marker ("[2]") pointing into the page."""
     if el.tag == "a":
@@ -206,18 +222,40 @@ def _measure(root) -> dict:
     return stats
 
 
+def _unwrap(el) -> None:
+    """Replace ``el`` by its content."""
+    parent = el.getparent()
+    index = parent.index(el)
+    if el.text:
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.text
+        else:
+            parent.text = (parent.text or "") + el.text
+    for offset, child in enumerate(list(el)):
+        parent.insert(index + offset, child)
+    _drop(el)
+
+
 def _prune(body) -> None:
     """Step 1: remove what is never content."""
     _noscript(body)
     for el in list(body.iter(*NEVER_CONTENT, etree.Comment)):
-        _drop(el)
+        if el.tag in _CONTROLS and _text_len(el) > CONTROL_WORDS:
+            _unwrap(el)  # a control left open swallows the page that follows it
+        elif el.tag == "label" and _is_tab_label(el):
+            continue
+        elif el.getparent() is not None:
+            _drop(el)
     total = max(_text_len(body), 1)
     for el in list(body.iter()):
         if el.getparent() is None or not isinstance(el.tag, str):
             continue  # already removed with an ancestor
         tag = el.tag
-        if (_is_hidden(el) and not _is_prose(el)) or _is_permalink(el):
-            _drop(el)
+        if _is_permalink(el) or (
+            _is_hidden(el) and not _is_prose(el) and _text_len(el) < HIDDEN_PAGE_SHARE * total
+        ):
+            _drop(el)  # a page hidden until its scripts run is shown, not dropped
             continue
         if tag == "form" and _text_len(el) < 0.5 * total:
             _drop(el)
@@ -300,8 +338,14 @@ def _container(body, stats):
             break  # a heading or one paragraph is never the content, only part of it
         if _prose_before(el, child, stats) >= max(LEAD_WORDS, LEAD_SHARE * text(child)):
             break  # a lead or an intro above the body belongs with it
+        if child.tag in _LISTS and _heading_before(child):
+            break  # a list under its heading is that section's content, not the page's
         el = child
     return el
+
+
+def _heading_before(el) -> bool:
+    return any(sibling.tag in _HEADINGS for sibling in el.itersiblings(preceding=True))
 
 
 def _prose_before(el, child, stats) -> int:
@@ -335,7 +379,8 @@ def _drop_link_lists(root, stats) -> None:
         links = sum(1 for _ in el.iter("a"))
         words, link_words = stats[el]
         if el.tag == "p" and links == 1 and link_words >= 3 and words - link_words <= 5:
-            if link_words >= 0.6 * words:
+            item = _inside(el, ("li",))
+            if link_words >= 0.6 * words and (item is None or stats[item][0] <= words):
                 found.append(el)  # "Read more: <a>another story</a>"
             continue
         if links < 3:
@@ -344,6 +389,8 @@ def _drop_link_lists(root, stats) -> None:
             continue  # a nested list of a larger list: judged with it
         if el.find(".//li/ul") is not None or el.find(".//li/ol") is not None or el in contents:
             continue  # a table of contents (a tree of links) is not a rail of links
+        if _introduced(el):
+            continue  # "The following extensions are supported:" and the list of them
         tabular = el.tag in ("ul", "ol", "table", "dl") and links >= 5
         limit = 0.5 if tabular else 0.7
         if not words or link_words / words > limit:
@@ -352,6 +399,15 @@ def _drop_link_lists(root, stats) -> None:
         return
     for el in found:
         _drop(el)
+
+
+def _introduced(el) -> bool:
+    """``el`` follows a paragraph that announces it (ends with a colon), alone in its
+    wrapper or not."""
+    while el.getprevious() is None and el.getparent() is not None and len(el.getparent()) == 1:
+        el = el.getparent()
+    previous = el.getprevious()
+    return previous is not None and previous.tag == "p" and _text(previous).rstrip().endswith(":")
 
 
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—·:»]\s+")
