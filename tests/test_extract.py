@@ -2,7 +2,7 @@
 
 import pytest
 
-from crawlyx.content.extract import page_markdown, page_title
+from crawlyx.content.extract import page_markdown, page_title, parse_document
 from crawlyx.content.markdown import html_to_markdown
 
 PAGE = """<html><head><title>Launch notes | Acme Blog</title></head><body>
@@ -183,7 +183,7 @@ def test_docs_tabs_cards_and_announced_lists_stay():
         f"<div class='columns'><ul>{extensions}</ul></div></article></body></html>"
     )
     out = page_markdown(page, "https://docs.example/plugins/")
-    assert "Unix" in out and "Windows" in out
+    assert "Unix Windows" in out
     assert "[Built-in plugin number 3](https://docs.example/plugins/p3/)" in out
     assert "[Extension 7](https://docs.example/plugins/ext/#7)" in out
     assert "Setup" not in out
@@ -204,3 +204,23 @@ def test_a_list_under_its_heading_keeps_the_heading_and_intro():
     assert out.startswith("# Design opinions\n")
     assert "## Options over arguments" in out
     assert "- Opinion 5" in out
+
+
+def test_a_sphinx_page_keeps_its_title_and_its_own_contents():
+    # The h1 carries its permalink ("Design opinions#"), the <title> the site's longer
+    # name: the h1 is still the title. A local table of contents is part of the document.
+    page = (
+        "<html><head><title>Design opinions — Click Documentation (8.5.x)</title></head>"
+        "<body><nav class='sidebar'><a href='/'>Home</a></nav><main><article>"
+        "<section><h1>Design opinions<a class='headerlink' href='#design'>#</a></h1>"
+        "<nav class='contents local'><ul><li><a href='#options'>Options first</a></li>"
+        "<li><a href='#prompts'>Prompts last</a></li></ul></nav>"
+        f"<section id='options'><h2>Options first</h2>{STORY}</section>"
+        f"<section id='prompts'><h2>Prompts last</h2>{STORY}</section>"
+        "</section></article></main></body></html>"
+    )
+    out = page_markdown(page, "https://docs.example/opinions")
+    assert out.startswith("# Design opinions\n")
+    assert "- Options first\n- Prompts last" in out
+    assert "Home" not in out
+    assert page_title(parse_document(page)) == "Design opinions"

@@ -244,7 +244,7 @@ def _prune(body) -> None:
         if el.tag in _CONTROLS and _text_len(el) > CONTROL_WORDS:
             _unwrap(el)  # a control left open swallows the page that follows it
         elif el.tag == "label" and _is_tab_label(el):
-            continue
+            el.tail = " " + (el.tail or "")  # "Unix Windows", not "UnixWindows"
         elif el.getparent() is not None:
             _drop(el)
     total = max(_text_len(body), 1)
@@ -264,7 +264,7 @@ def _prune(body) -> None:
         header = role == "banner" or (tag == "header" and _inside(el, ("article", "main")) is None)
         if not (header or tag in CHROME_TAGS or role in CHROME_ROLES):
             continue
-        if _CONTENT_ASIDE.search(_names(el)):
+        if _CONTENT_ASIDE.search(_names(el)) or _is_local_contents(el):
             continue
         # Navigation, sidebars and footers go however long they are (a short page's
         # sidebar outweighs it) unless the page's heading or main part is inside; a page
@@ -275,6 +275,15 @@ def _prune(body) -> None:
             continue
         _drop(el)
     _prune_by_name(body)
+
+
+def _is_local_contents(el) -> bool:
+    """A table of contents the author put in the document (Sphinx's ``contents``
+    directive): part of the article, not the site's navigation."""
+    return (
+        _TABLE_OF_CONTENTS.search(el.get("class", "")) is not None
+        and _inside(el, ("article", "main")) is not None
+    )
 
 
 def _noscript(body) -> None:
@@ -419,7 +428,9 @@ def page_title(doc) -> str | None:
     titles = [" ".join(t.split()) for t in doc.xpath('//meta[@property="og:title"]/@content')]
     titles += [" ".join(_text(t).split()) for t in doc.iter("title")]
     titles = [t for t in titles if t]
-    h1s = [" ".join(_text(h).split()) for h in doc.iter("h1")]
+    h1s = [
+        " ".join(_text(h).split()).rstrip("".join(_PERMALINK_TEXT) + " ") for h in doc.iter("h1")
+    ]
     h1s = [h for h in h1s if h]
     for h1 in h1s:
         if any(h1.lower() in t.lower() for t in titles):
