@@ -224,3 +224,18 @@ def test_a_sphinx_page_keeps_its_title_and_its_own_contents():
     assert "- Options first\n- Prompts last" in out
     assert "Home" not in out
     assert page_title(parse_document(page)) == "Design opinions"
+
+
+def test_a_page_with_nothing_but_its_title_has_empty_markdown():
+    shell = (
+        "<html><head><title>Help picking a keyboard - Forum</title></head><body>"
+        "<a href='#main'>Skip to content</a><header><nav><a href='/'>Forum</a></nav></header>"
+        "<main id='main'><h1>Help picking a keyboard</h1><div id='app'></div></main>"
+        "<footer>© Forum</footer></body></html>"
+    )
+    assert page_markdown(shell, "https://forum.example/t/1") == ""
+    photo = shell.replace("<div id='app'></div>", "<img src='/k.jpg' alt='A keyboard'>")
+    assert page_markdown(photo, "https://forum.example/t/1").startswith("# Help picking")
+    post = shell.replace("<div id='app'></div>", "<p>Which one should I buy?</p>")
+    out = page_markdown(post, "https://forum.example/t/1")
+    assert out == "# Help picking a keyboard\n\nWhich one should I buy?\n"

@@ -83,6 +83,7 @@ _CONTAINERS = frozenset(
 )
 # Permalink anchors beside headings: "¶", "#", "§", a link icon, or nothing.
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
+_SKIP_LINK = re.compile(r"skip\b", re.IGNORECASE)
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
@@ -184,9 +185,13 @@ def _is_tab_label(el) -> bool:
 
 
 def _is_permalink(el) -> bool:
-    """A heading's permalink ("¶") or a footnote marker ("[2]") pointing into the page."""
+    """A heading's permalink ("¶"), a footnote marker ("[2]") or a "Skip to content"
+    link, pointing into the page."""
     if el.tag == "a":
-        return el.get("href", "").startswith("#") and _text(el).strip() in _PERMALINK_TEXT
+        if not el.get("href", "").startswith("#"):
+            return False
+        text = _text(el).strip()
+        return text in _PERMALINK_TEXT or _SKIP_LINK.match(text) is not None
     if el.tag == "sup":
         links = el.findall(".//a")
         return (
@@ -479,7 +484,16 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     root = _container(body, stats)
     _drop_link_lists(root, stats)
     root = _ensure_title(root, title)
+    if _title_only(root):
+        return ""
     return element_to_markdown(root, url, links, base.get("href") if base is not None else None)
+
+
+def _title_only(root) -> bool:
+    """Nothing but the title is left: the page has no content (its text is drawn by
+    scripts, or it is an empty listing). Its markdown is empty, not a lone heading."""
+    words = _text_len(root) - sum(_text_len(h1) for h1 in root.iter("h1"))
+    return words <= 0 and next(root.iter("img"), None) is None
 
 
 def page_markdown(

@@ -40,6 +40,6 @@ class MarkdownPipeline:
             self.stats.inc_value("crawlyx/markdown/repeated_blocks_dropped", dropped)
         item["markdown"] = markdown
         item["content_hash"] = hashlib.sha256(markdown.encode()).hexdigest()
-        if self.graph is not None:
+        if self.graph is not None and markdown:  # pages without content are no duplicates
             self.graph.content_hash(item["url"], item["content_hash"])
         return item
