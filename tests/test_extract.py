@@ -239,3 +239,6 @@ def test_a_page_with_nothing_but_its_title_has_empty_markdown():
     post = shell.replace("<div id='app'></div>", "<p>Which one should I buy?</p>")
     out = page_markdown(post, "https://forum.example/t/1")
     assert out == "# Help picking a keyboard\n\nWhich one should I buy?\n"
+    # A heading left open by broken markup holds the page: that is content.
+    broken = "<html><body><h1>Broken<div><p>Unclosed text after it"
+    assert "Unclosed text after it" in page_markdown(broken, "https://forum.example/t/2")

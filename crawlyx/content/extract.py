@@ -492,7 +492,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
 def _title_only(root) -> bool:
     """Nothing but the title is left: the page has no content (its text is drawn by
     scripts, or it is an empty listing). Its markdown is empty, not a lone heading."""
-    words = _text_len(root) - sum(_text_len(h1) for h1 in root.iter("h1"))
+    headings = [h1 for h1 in root.iter("h1") if next(h1.iterdescendants(*_BLOCKS), None) is None]
+    words = _text_len(root) - sum(_text_len(h1) for h1 in headings)  # an h1 left open holds more
     return words <= 0 and next(root.iter("img"), None) is None
 
 
