@@ -242,3 +242,25 @@ def test_a_page_with_nothing_but_its_title_has_empty_markdown():
     # A heading left open by broken markup holds the page: that is content.
     broken = "<html><body><h1>Broken<div><p>Unclosed text after it"
     assert "Unclosed text after it" in page_markdown(broken, "https://forum.example/t/2")
+
+
+def test_a_grid_of_products_below_an_article_is_not_the_content():
+    cards = "".join(
+        f"<div class='card'><a href='/p/{i}'><div>Garden trowel model {i}</div>"
+        f"<div>Stainless steel blade, ash handle</div><div>$1{i}.99</div></a></div>"
+        for i in range(12)
+    )
+    page = (
+        f"<html><body><article><h1>Start a vegetable garden</h1>{STORY}</article>"
+        f"<section class='shop-the-look'><div class='cards'>{cards}</div></section></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/start")
+    assert "Part 7 of the guide" in out
+    # The same grid above a shop's blurb is a collection page's content.
+    listing = (
+        f"<html><body><main><h1>Trowels</h1><div class='cards'>{cards}</div>"
+        f"<div class='seo'>{STORY}</div></main></body></html>"
+    )
+    out = page_markdown(listing, "https://garden.example/trowels")
+    assert "Garden trowel model 11 Stainless steel blade, ash handle $111.99" in out
+    assert "Part 0 of the guide" not in out

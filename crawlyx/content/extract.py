@@ -12,7 +12,8 @@ Policy, in order:
    beside them. Text served inside ``<noscript>`` is read there when it is most of the page.
 2. Find the container from the body down: into the child that holds most of the text
    outside links, until no child does, or a lead above it or a heading above a list
-   would be left behind.
+   would be left behind. A grid of linked items above it (product cards, results) is the
+   content instead when its items show prices or it holds twice the container's words.
 3. Inside it, drop rails of links, unless they are most of it, a table of contents, or
    announced by the paragraph before them ("The following plugins are included:").
 4. The page's title is the top heading, exactly once.
@@ -24,6 +25,7 @@ many pages of one crawl are removed later, by the pipeline, which sees the whole
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from lxml import etree
 
@@ -83,6 +85,7 @@ _CONTAINERS = frozenset(
 )
 # Permalink anchors beside headings: "¶", "#", "§", a link icon, or nothing.
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
+_PERMALINK_MARKS = "¶#§🔗⚓\u200b "  # what a heading's text ends with when its permalink is in it
 _SKIP_LINK = re.compile(r"skip\b", re.IGNORECASE)
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
@@ -99,6 +102,10 @@ HIDDEN_PAGE_SHARE = 0.5
 ARTICLE_WORDS = 150
 LEAD_WORDS = 30
 LEAD_SHARE = 0.1
+# A grid of items: this many of one kind at least, holding this share of the page's words.
+GRID_ITEMS = 8
+GRID_SHARE = 0.3
+_PRICE = re.compile(r"[$£€¥]\s?\d|\d\s?(?:[$£€]|EUR\b|USD\b)")
 
 
 def _text(el) -> str:
@@ -358,6 +365,46 @@ def _container(body, stats):
     return el
 
 
+def _listing(body, stats, container):
+    """A listing's content is its items. The container search weighs text outside links,
+    so it passes over a grid whose cards are links and settles on the shop's blurb below
+    it, or on a disclaimer. The largest grid of linked items (:func:`_grid`) above the
+    container is the content instead when its items show prices or it holds twice the
+    container's words."""
+    found = _grid(body, stats)
+    if found is None:
+        return container
+    grid, items, words = found
+    if container in grid.iterancestors() or grid in container.iterancestors():
+        return container  # one holds the other
+    if next(el for el in body.iter() if el is grid or el is container) is container:
+        return container  # the content comes first, the grid is a rail below it
+    priced = sum(_PRICE.search(_text(item)) is not None for item in items)
+    return grid if priced >= len(items) / 2 or words >= 2 * stats[container][0] else container
+
+
+def _grid(body, stats):
+    """(grid, items, words) of the largest grid in ``body``: at least :data:`GRID_ITEMS`
+    children of one tag and class, most of them links or holding one, with a few words
+    each and :data:`GRID_SHARE` of the page's words in all."""
+    best = None
+    minimum = GRID_SHARE * stats[body][0]
+    for el in body.iter():
+        if len(el) < GRID_ITEMS or not isinstance(el.tag, str):
+            continue
+        kinds = Counter((c.tag, c.get("class")) for c in el if isinstance(c.tag, str))
+        (tag, names), count = kinds.most_common(1)[0]
+        if count < GRID_ITEMS:
+            continue
+        items = [c for c in el if c.tag == tag and c.get("class") == names]
+        linked = sum(c.tag == "a" or c.find(".//a") is not None for c in items)
+        words = sum(stats[c][0] for c in items)
+        if linked >= 0.8 * count and words >= max(minimum, 2 * count):
+            if best is None or words > best[2]:
+                best = (el, items, words)
+    return best
+
+
 def _heading_before(el) -> bool:
     return any(sibling.tag in _HEADINGS for sibling in el.itersiblings(preceding=True))
 
@@ -433,9 +480,7 @@ def page_title(doc) -> str | None:
     titles = [" ".join(t.split()) for t in doc.xpath('//meta[@property="og:title"]/@content')]
     titles += [" ".join(_text(t).split()) for t in doc.iter("title")]
     titles = [t for t in titles if t]
-    h1s = [
-        " ".join(_text(h).split()).rstrip("".join(_PERMALINK_TEXT) + " ") for h in doc.iter("h1")
-    ]
+    h1s = [" ".join(_text(h).split()).rstrip(_PERMALINK_MARKS) for h in doc.iter("h1")]
     h1s = [h for h in h1s if h]
     for h1 in h1s:
         if any(h1.lower() in t.lower() for t in titles):
@@ -481,7 +526,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     base = doc.find(".//base[@href]")
     _prune(body)
     stats = _measure(body)
-    root = _container(body, stats)
+    root = _listing(body, stats, _container(body, stats))
     _drop_link_lists(root, stats)
     root = _ensure_title(root, title)
     if _title_only(root):
