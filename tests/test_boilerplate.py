@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from crawlyx.content.boilerplate import RepeatedBlocks, block_keys, split_blocks
+from crawlyx.content.boilerplate import RepeatedBlocks, block_keys, drop_repeats, split_blocks
 
 
 def test_split_blocks_keeps_fenced_code_whole():
@@ -64,3 +64,14 @@ def test_block_keys_judge_prose_only_and_are_the_same_in_every_process():
     script = f"from crawlyx.content.boilerplate import block_keys; print(block_keys({markdown!r}))"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == repr(keys)  # not Python's per-process str hash
+
+
+def test_a_passage_shown_twice_on_a_page_is_said_once():
+    slide = "## Smooth display\n\nA bright screen that is easy on the eyes, day and night."
+    note = "And from the command line, with the same options as before:"
+    code = "```\nprint('hello world, again and again')\n```"
+    markdown = f"# Tablet\n\n{slide}\n\n{note}\n\n{code}\n\n{slide}\n\n{note}\n\n{code}\n\n{note}\n"
+    assert (
+        drop_repeats(markdown) == f"# Tablet\n\n{slide}\n\n{note}\n\n{code}\n\n{code}\n\n{note}\n"
+    )
+    assert drop_repeats("") == ""

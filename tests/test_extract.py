@@ -264,3 +264,16 @@ def test_a_grid_of_products_below_an_article_is_not_the_content():
     out = page_markdown(listing, "https://garden.example/trowels")
     assert "Garden trowel model 11 Stainless steel blade, ash handle $111.99" in out
     assert "Part 0 of the guide" not in out
+
+
+def test_a_carousel_shown_twice_is_said_once():
+    slides = "".join(
+        f"<div class='slide'><h3>Feature {i} of the tablet</h3><p>Slide {i} says what the "
+        f"feature does for you, in a sentence or two of plain words.</p></div>"
+        for i in range(3)
+    )
+    track = f"<div class='track'>{slides}{slides}</div>"
+    page = f"<html><body><main><h1>Tablet</h1>{track}</main></body></html>"
+    out = page_markdown(page, "https://shop.example/tablet")
+    assert out.count("Feature 2 of the tablet") == 1
+    assert out.count("Slide 1 says what") == 1

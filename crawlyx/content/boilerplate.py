@@ -1,4 +1,10 @@
-"""Blocks that repeat across many pages of one crawl: site-level boilerplate.
+"""Blocks that repeat: within one page, and across many pages of one crawl.
+
+A page that shows a passage twice (a carousel's cloned slides, the same section laid out
+once for phones and once for desktops) says it once in its markdown: :func:`drop_repeats`
+drops runs of :data:`REPEAT_RUN` blocks or more, :data:`REPEAT_WORDS` words in all, that
+each repeat an earlier block. A sentence said twice stays ("And from the command line:",
+a parameter shared by two functions of an API reference), and so does code.
 
 A single-page extractor cannot tell the site's sidebar promo or its "about us" blurb
 from content; a crawler sees them on page after page. Each page's markdown is split
@@ -42,6 +48,33 @@ def split_blocks(markdown: str) -> list[str]:
     if current:
         blocks.append("\n".join(current))
     return blocks
+
+
+REPEAT_RUN = 3
+REPEAT_WORDS = 20
+
+
+def drop_repeats(markdown: str) -> str:
+    """``markdown`` without the runs of blocks that repeat earlier blocks of the page."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    run: list[str] = []  # consecutive blocks, each a repeat
+
+    def end_run():
+        if len(run) < REPEAT_RUN or sum(len(b.split()) for b in run) < REPEAT_WORDS:
+            kept.extend(run)
+        run.clear()
+
+    for block in split_blocks(markdown):
+        key = " ".join(block.split())
+        if key in seen and not block.lstrip().startswith(("```", "~~~")):
+            run.append(block)
+            continue
+        seen.add(key)
+        end_run()
+        kept.append(block)
+    end_run()
+    return "\n\n".join(kept) + "\n" if kept else ""
 
 
 def _judged(block: str) -> bool:

@@ -16,7 +16,7 @@ Policy, in order:
    content instead when its items show prices or it holds twice the container's words.
 3. Inside it, drop rails of links, unless they are most of it, a table of contents, or
    announced by the paragraph before them ("The following plugins are included:").
-4. The page's title is the top heading, exactly once.
+4. The page's title is the top heading, exactly once; a block shown twice is said once.
 
 The chosen subtree is converted by :mod:`crawlyx.content.markdown`. Blocks that repeat across
 many pages of one crawl are removed later, by the pipeline, which sees the whole crawl.
@@ -29,6 +29,7 @@ from collections import Counter
 
 from lxml import etree
 
+from crawlyx.content.boilerplate import drop_repeats
 from crawlyx.content.markdown import element_to_markdown, html_to_markdown
 from crawlyx.content.markdown.tree import parse
 
@@ -531,7 +532,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     root = _ensure_title(root, title)
     if _title_only(root):
         return ""
-    return element_to_markdown(root, url, links, base.get("href") if base is not None else None)
+    href = base.get("href") if base is not None else None
+    return drop_repeats(element_to_markdown(root, url, links, href))
 
 
 def _title_only(root) -> bool:
