@@ -277,3 +277,28 @@ def test_a_carousel_shown_twice_is_said_once():
     out = page_markdown(page, "https://shop.example/tablet")
     assert out.count("Feature 2 of the tablet") == 1
     assert out.count("Slide 1 says what") == 1
+
+
+def test_customer_reviews_on_a_product_page_are_its_comments():
+    reviews = "".join(
+        f"<div class='review'><p>Reviewer {i} says the tablet arrived quickly, works well "
+        f"and the battery lasts for days of reading and watching films.</p></div>"
+        for i in range(3)
+    )
+    description = 3 * (
+        "<p>The Tab Lite has a bright eleven inch screen, a battery that lasts two days "
+        "and a pen that clips to its side. It weighs under half a kilo.</p>"
+    )
+    product = (
+        "<html><head><script type='application/ld+json'>"
+        '{"@context": "https://schema.org", "@type": "Product", "name": "Tab Lite"}'
+        "</script></head><body><main><h1>Tab Lite</h1>"
+        f"<div class='description'>{description}</div>"
+        f"<section id='customer-reviews'>{reviews}</section></main></body></html>"
+    )
+    out = page_markdown(product, "https://shop.example/tab-lite")
+    assert "bright eleven inch screen" in out
+    assert "Reviewer" not in out
+    # Without the product markup a page of "reviews" may be the article itself.
+    article = product.replace('"Product"', '"Article"')
+    assert "Reviewer 2 says" in page_markdown(article, "https://shop.example/tab-lite")

@@ -58,6 +58,12 @@ _BOILERPLATE = re.compile(
     r"\bnav\b|footer|\bheader\b)",
     re.IGNORECASE,
 )
+# Customer reviews, boilerplate on a product page, and how a page says it is one.
+_REVIEWS = re.compile(r"(?<![a-z])reviews?(?![a-rt-z])", re.IGNORECASE)
+_PRODUCT_LD = re.compile(r'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?Product"')
+_PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
+_OG_TYPE = '//meta[@property="og:type"]/@content'
+_JSON_LD = '//script[@type="application/ld+json"]'
 # Hidden blocks that a reader opens.
 _PANEL = re.compile(r"tab|panel|accordion|collaps|expand|toggle|answer", re.IGNORECASE)
 # A documentation generator's table of contents (Sphinx's toctree, a local contents).
@@ -250,7 +256,7 @@ def _unwrap(el) -> None:
     _drop(el)
 
 
-def _prune(body) -> None:
+def _prune(body, product: bool = False) -> None:
     """Step 1: remove what is never content."""
     _noscript(body)
     for el in list(body.iter(*NEVER_CONTENT, etree.Comment)):
@@ -287,7 +293,7 @@ def _prune(body) -> None:
         ):
             continue
         _drop(el)
-    _prune_by_name(body)
+    _prune_by_name(body, product)
 
 
 def _is_local_contents(el) -> bool:
@@ -310,11 +316,12 @@ def _noscript(body) -> None:
             el.tag = "div"
 
 
-def _prune_by_name(body) -> None:
+def _prune_by_name(body, product: bool) -> None:
     """Containers whose class or id names boilerplate, judged against what is left once
     chrome by element is gone. A container is kept when it, or the containers of the
     same name together, hold most of that text: a thread's posts may be "comments", a
-    shop's product grid "related"."""
+    shop's product grid "related". On a product page, customer reviews are its comments
+    (elsewhere a "review" is as likely the article)."""
     stats = _measure(body)
     total = max(stats[body][0], 1)
     groups: dict[str, list] = {}
@@ -329,7 +336,10 @@ def _prune_by_name(body) -> None:
             continue
         if el.tag == "p" and stats[el][0] >= 10:
             article += stats[el][0]
-        if el.tag in _CONTAINERS and _boilerplate_name(_judged_names(el)):
+        names = _judged_names(el)
+        if el.tag in _CONTAINERS and (
+            _boilerplate_name(names) or (product and _REVIEWS.search(names) is not None)
+        ):
             groups.setdefault(el.get("class") or el.get("id"), []).append(el)
             continue  # judged with its container
         walk.append(iter(el))
@@ -512,6 +522,13 @@ def _ensure_title(root, title: str | None):
     return wrapper
 
 
+def _is_product(doc) -> bool:
+    """The page describes one product: schema.org markup or Open Graph says so."""
+    if any(t.strip().lower() in _PRODUCT_TYPES for t in doc.xpath(_OG_TYPE)):
+        return True
+    return any(_PRODUCT_LD.search(s.text or "") for s in doc.xpath(_JSON_LD))
+
+
 def parse_document(page: str | bytes):
     """The page as an lxml document, or None when it has no body to speak of."""
     doc = parse(page)
@@ -525,7 +542,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     body = doc.find("body")
     title = page_title(doc)
     base = doc.find(".//base[@href]")
-    _prune(body)
+    _prune(body, _is_product(doc))
     stats = _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_link_lists(root, stats)
