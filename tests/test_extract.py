@@ -302,3 +302,30 @@ def test_customer_reviews_on_a_product_page_are_its_comments():
     # Without the product markup a page of "reviews" may be the article itself.
     article = product.replace('"Product"', '"Article"')
     assert "Reviewer 2 says" in page_markdown(article, "https://shop.example/tab-lite")
+
+
+def test_a_source_listing_is_one_code_block():
+    # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
+    # container search stops at the <pre>, which is converted whole, as code.
+    blocks = "".join(
+        f'<div class="viewcode-block" id="f{i}">def function_{i}(argument):\n'
+        f'    """Function {i} returns its argument unchanged, as documented."""\n'
+        f"    return argument\n</div>"
+        for i in range(4)
+    )
+    # One class holds most of the module, as a real module's main class does.
+    blocks += (
+        '<div class="viewcode-block" id="c">class Adapter:\n'
+        + "".join(
+            f"    def method_{i}(self):\n        return {i}  # method {i} of many\n"
+            for i in range(40)
+        )
+        + "</div>"
+    )
+    page = (
+        "<html><body><div class='body'><h1>Source code for mod</h1>"
+        f"<div class='highlight'><pre>import os\n\n{blocks}</pre></div></div></body></html>"
+    )
+    out = page_markdown(page, "https://docs.example/_modules/mod.html")
+    assert "```\nimport os\n\ndef function_0(argument):" in out
+    assert "def function_3(argument):" in out and "def method_39(self):" in out

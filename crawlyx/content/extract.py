@@ -97,7 +97,7 @@ _SKIP_LINK = re.compile(r"skip\b", re.IGNORECASE)
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-_LEAVES = _HEADINGS | {"p"}
+_LEAVES = _HEADINGS | {"p", "pre"}
 _LISTS = frozenset({"ul", "ol", "dl"})
 # Shares of the text that decide: the child the container search descends into, the
 # containers of one boilerplate name that are content after all, the link lists that are.
@@ -367,7 +367,7 @@ def _container(body, stats):
             break
         child = max(children, key=text)
         if text(child) < CONTENT_SHARE * text(el) or child.tag in _LEAVES:
-            break  # a heading or one paragraph is never the content, only part of it
+            break  # a heading, a paragraph or a code block is never the content, only part of it
         if _prose_before(el, child, stats) >= max(LEAD_WORDS, LEAD_SHARE * text(child)):
             break  # a lead or an intro above the body belongs with it
         if child.tag in _LISTS and _heading_before(child):
