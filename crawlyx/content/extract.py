@@ -256,7 +256,7 @@ def _unwrap(el) -> None:
     _drop(el)
 
 
-def _prune(body, product: bool = False) -> None:
+def _prune(body, product: bool) -> None:
     """Step 1: remove what is never content."""
     _noscript(body)
     for el in list(body.iter(*NEVER_CONTENT, etree.Comment)):
@@ -264,17 +264,18 @@ def _prune(body, product: bool = False) -> None:
             _unwrap(el)  # a control left open swallows the page that follows it
         elif el.tag == "label" and _is_tab_label(el):
             el.tail = " " + (el.tail or "")  # "Unix Windows", not "UnixWindows"
-        elif el.getparent() is not None:
+        else:
             _drop(el)
     total = max(_text_len(body), 1)
     for el in list(body.iter()):
         if el.getparent() is None or not isinstance(el.tag, str):
             continue  # already removed with an ancestor
         tag = el.tag
+        # A block hidden until the page's scripts run, holding most of it, is shown.
         if _is_permalink(el) or (
             _is_hidden(el) and not _is_prose(el) and _text_len(el) < HIDDEN_PAGE_SHARE * total
         ):
-            _drop(el)  # a page hidden until its scripts run is shown, not dropped
+            _drop(el)
             continue
         if tag == "form" and _text_len(el) < 0.5 * total:
             _drop(el)
@@ -417,6 +418,7 @@ def _grid(body, stats):
 
 
 def _heading_before(el) -> bool:
+    """A heading comes before ``el`` among its siblings."""
     return any(sibling.tag in _HEADINGS for sibling in el.itersiblings(preceding=True))
 
 
