@@ -329,3 +329,19 @@ def test_a_source_listing_is_one_code_block():
     out = page_markdown(page, "https://docs.example/_modules/mod.html")
     assert "```\nimport os\n\ndef function_0(argument):" in out
     assert "def function_3(argument):" in out and "def method_39(self):" in out
+
+
+def test_a_product_hidden_until_scripts_run_is_read_past_a_big_menu():
+    # The product is hidden until the page's scripts run; the mega menu in the header
+    # outweighs it, but once the chrome is gone it is most of what is left.
+    menu = "".join(
+        f"<li><a href='/c/{i}'>Category number {i} of the shop</a></li>" for i in range(60)
+    )
+    page = (
+        f"<html><body><header><nav><ul>{menu}</ul></nav></header>"
+        f"<div class='product-wrapper defer-block' style='display: none'><h1>Almond thins</h1>"
+        f"{STORY}</div><p style='display:none'>Added to your basket.</p></body></html>"
+    )
+    out = page_markdown(page, "https://shop.example/almond-thins")
+    assert out.startswith("# Almond thins\n") and "Part 7 of the guide" in out
+    assert "Category number" not in out and "Added to your basket" not in out

@@ -267,15 +267,18 @@ def _prune(body, product: bool) -> None:
         else:
             _drop(el)
     total = max(_text_len(body), 1)
+    hidden = []
     for el in list(body.iter()):
         if el.getparent() is None or not isinstance(el.tag, str):
             continue  # already removed with an ancestor
         tag = el.tag
-        # A block hidden until the page's scripts run, holding most of it, is shown.
-        if _is_permalink(el) or (
-            _is_hidden(el) and not _is_prose(el) and _text_len(el) < HIDDEN_PAGE_SHARE * total
-        ):
+        if _is_permalink(el):
             _drop(el)
+            continue
+        if _is_hidden(el) and not _is_prose(el):
+            words = _text_len(el)
+            if words < HIDDEN_PAGE_SHARE * total:
+                hidden.append(el)  # judged again once the chrome is gone
             continue
         if tag == "form" and _text_len(el) < 0.5 * total:
             _drop(el)
@@ -294,6 +297,13 @@ def _prune(body, product: bool) -> None:
         ):
             continue
         _drop(el)
+    # A block hidden until the page's scripts run, holding most of the page or of what is
+    # left once the chrome is gone (an article at least), is shown.
+    shown = _text_len(body)
+    for el in hidden:
+        words = _text_len(el)
+        if words < HIDDEN_PAGE_SHARE * shown or words < ARTICLE_WORDS:
+            _drop(el)
     _prune_by_name(body, product)
 
 
