@@ -299,9 +299,12 @@ def test_customer_reviews_on_a_product_page_are_its_comments():
     out = page_markdown(product, "https://shop.example/tab-lite")
     assert "bright eleven inch screen" in out
     assert "Reviewer" not in out
-    # Without the product markup a page of "reviews" may be the article itself.
+    # Without the product markup a page of "reviews" may be the article itself, and so
+    # may a page marked as both an article and the product it reviews.
     article = product.replace('"Product"', '"Article"')
     assert "Reviewer 2 says" in page_markdown(article, "https://shop.example/tab-lite")
+    review = product.replace("</script>", "</script><meta property='og:type' content='article'>")
+    assert "Reviewer 2 says" in page_markdown(review, "https://shop.example/tab-lite")
 
 
 def test_a_source_listing_is_one_code_block():

@@ -61,6 +61,9 @@ _BOILERPLATE = re.compile(
 # Customer reviews, boilerplate on a product page, and how a page says it is one.
 _REVIEWS = re.compile(r"(?<![a-z])reviews?(?![a-rt-z])", re.IGNORECASE)
 _PRODUCT_LD = re.compile(r'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?Product"')
+_ARTICLE_LD = re.compile(
+    r'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?(?:\w*Article|BlogPosting)"'
+)
 _PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
 _OG_TYPE = '//meta[@property="og:type"]/@content'
 _JSON_LD = '//script[@type="application/ld+json"]'
@@ -535,10 +538,13 @@ def _ensure_title(root, title: str | None):
 
 
 def _is_product(doc) -> bool:
-    """The page describes one product: schema.org markup or Open Graph says so."""
-    if any(t.strip().lower() in _PRODUCT_TYPES for t in doc.xpath(_OG_TYPE)):
-        return True
-    return any(_PRODUCT_LD.search(s.text or "") for s in doc.xpath(_JSON_LD))
+    """The page describes one product: schema.org markup or Open Graph says so, and
+    neither calls it an article (a review of a product is one)."""
+    og = {t.strip().lower() for t in doc.xpath(_OG_TYPE)}
+    markup = " ".join(s.text or "" for s in doc.xpath(_JSON_LD))
+    if "article" in og or _ARTICLE_LD.search(markup):
+        return False
+    return bool(og & _PRODUCT_TYPES) or _PRODUCT_LD.search(markup) is not None
 
 
 def parse_document(page: str | bytes):
