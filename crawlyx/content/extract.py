@@ -60,10 +60,15 @@ _BOILERPLATE = re.compile(
 )
 # Customer reviews, boilerplate on a product page, and how a page says it is one.
 _REVIEWS = re.compile(r"(?<![a-z])reviews?(?![a-rt-z])", re.IGNORECASE)
-_PRODUCT_LD = re.compile(r'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?Product"')
-_ARTICLE_LD = re.compile(
-    r'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?(?:\w*Article|BlogPosting)"'
-)
+
+
+def _ld_type(names: str) -> re.Pattern:
+    """A JSON-LD "@type" (alone or in a list) that is one of ``names``."""
+    return re.compile(rf'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?(?:{names})"')
+
+
+_PRODUCT_LD = _ld_type("Product")
+_ARTICLE_LD = _ld_type(r"\w*Article|BlogPosting")
 _PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
 _OG_TYPE = '//meta[@property="og:type"]/@content'
 _JSON_LD = '//script[@type="application/ld+json"]'
@@ -279,8 +284,7 @@ def _prune(body, product: bool) -> None:
             _drop(el)
             continue
         if _is_hidden(el) and not _is_prose(el):
-            words = _text_len(el)
-            if words < HIDDEN_PAGE_SHARE * total:
+            if _text_len(el) < HIDDEN_PAGE_SHARE * total:
                 hidden.append(el)  # judged again once the chrome is gone
             continue
         if tag == "form" and _text_len(el) < 0.5 * total:
