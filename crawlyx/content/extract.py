@@ -136,17 +136,24 @@ def _link_text_len(el) -> int:
     return sum(_text_len(a) for a in el.iter("a"))
 
 
+def _text_before(el, text: str) -> None:
+    """Add ``text`` where it reads just before ``el``: its previous sibling's tail, or its
+    parent's text."""
+    prev = el.getprevious()
+    if prev is not None:
+        prev.tail = (prev.tail or "") + text
+    else:
+        parent = el.getparent()
+        parent.text = (parent.text or "") + text
+
+
 def _drop(el) -> None:
     parent = el.getparent()
     if parent is None:
         return
     # Keep the text that follows the element (lxml stores it on the element).
     if el.tail and el.tail.strip():
-        prev = el.getprevious()
-        if prev is not None:
-            prev.tail = (prev.tail or "") + el.tail
-        else:
-            parent.text = (parent.text or "") + el.tail
+        _text_before(el, el.tail)
     parent.remove(el)
 
 
@@ -254,11 +261,7 @@ def _unwrap(el) -> None:
     parent = el.getparent()
     index = parent.index(el)
     if el.text:
-        prev = el.getprevious()
-        if prev is not None:
-            prev.tail = (prev.tail or "") + el.text
-        else:
-            parent.text = (parent.text or "") + el.text
+        _text_before(el, el.text)
     for offset, child in enumerate(list(el)):
         parent.insert(index + offset, child)
     _drop(el)
