@@ -307,6 +307,29 @@ def test_customer_reviews_on_a_product_page_are_its_comments():
     assert "Reviewer 2 says" in page_markdown(review, "https://shop.example/tab-lite")
 
 
+def test_content_named_like_boilerplate_stays_when_nothing_else_would():
+    # A layout named after its sidebar holds the article; the site's header menu is named
+    # boilerplate too. Dropping both would leave the page empty: the one with prose stays.
+    menu = "".join(f"<li><a href='/s{i}'>Section number {i}</a></li>" for i in range(30))
+    prose = 3 * (
+        "<p>The court ruled on Tuesday that the new rules apply to every contract signed "
+        "after the first of June, whatever the size of the company.</p>"
+    )
+    page = (
+        "<html><head><title>Ruling on contracts</title></head><body>"
+        f"<div id='header'><ul class='menu'>{menu}</ul></div>"
+        f"<div class='panel-display one-sidebar-second'><h1>Ruling on contracts</h1>{prose}"
+        f"</div><div id='footer'><p>Law Daily</p><ul>{menu}</ul></div></body></html>"
+    )
+    out = page_markdown(page, "https://law.example/ruling")
+    assert "whatever the size of the company" in out
+    assert "Section number" not in out and "Law Daily" not in out
+    # With an article outside them, named containers go as before.
+    story = f"<div class='story'>{prose}</div><div id='footer'>"
+    out = page_markdown(page.replace("<div id='footer'>", story), "https://law.example/r")
+    assert out.count("whatever the size of the company") == 3
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

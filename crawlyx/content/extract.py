@@ -111,6 +111,7 @@ _LISTS = frozenset({"ul", "ol", "dl"})
 # containers of one boilerplate name that are content after all, the link lists that are.
 CONTENT_SHARE = 0.75
 NAMED_SHARE = 0.5
+NAMED_LEFT_WORDS = 60  # a page left with fewer words lost its content to a name
 LINK_LISTS_SHARE = 0.5
 HIDDEN_PROSE_WORDS = 15
 HIDDEN_PAGE_SHARE = 0.5
@@ -364,10 +365,25 @@ def _prune_by_name(body, product: bool) -> None:
             groups.setdefault(el.get("class") or el.get("id"), []).append(el)
             continue  # judged with its container
         walk.append(iter(el))
-    for group in groups.values():
-        if article >= ARTICLE_WORDS or sum(stats[el][0] for el in group) < NAMED_SHARE * total:
-            for el in group:
-                _drop(el)
+    doomed = [
+        group
+        for group in groups.values()
+        if article >= ARTICLE_WORDS or sum(stats[el][0] for el in group) < NAMED_SHARE * total
+    ]
+    # A page left with next to nothing had its content named like boilerplate (a
+    # "sidebar" layout, an "intro" section "with ads"): the container with the most
+    # prose stays.
+    left = total - sum(stats[el][0] for group in doomed for el in group)
+    if doomed and left < NAMED_LEFT_WORDS:
+        prose, best = max(
+            (sum(stats[el][0] - stats[el][1] for el in group), index)
+            for index, group in enumerate(doomed)
+        )
+        if prose >= max(LEAD_WORDS, left):
+            del doomed[best]
+    for group in doomed:
+        for el in group:
+            _drop(el)
 
 
 def _container(body, stats):
