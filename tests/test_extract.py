@@ -330,6 +330,25 @@ def test_content_named_like_boilerplate_stays_when_nothing_else_would():
     assert out.count("whatever the size of the company") == 3
 
 
+def test_a_post_served_in_noscript_is_kept():
+    # A blog platform draws the post with a script (its text in the script) and serves it
+    # to clients without JavaScript in <noscript>: that copy is the content.
+    post = "".join(
+        f"<p>Safe browsing now checks address {i} against a list that updates hourly.</p>"
+        for i in range(4)
+    )
+    script = "<script>var post = " + 20 * "'Safe browsing now checks each address'; " + "</script>"
+    page = (
+        "<html><body><div class='header'><a href='/'>Security Blog</a></div>"
+        f"<div class='post-body'>{script}<noscript>{post}</noscript></div>"
+        "<p>Labels: browsing, safety</p></body></html>"
+    )
+    assert page_markdown(page, "https://blog.example/p").count("updates hourly") == 4
+    # A short fallback is not content: a page that needs scripts has none without them.
+    app = "<html><body><noscript>You need to enable JavaScript to run this app.</noscript>"
+    assert "enable JavaScript" not in page_markdown(app + "</body></html>", "https://a.example/")
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

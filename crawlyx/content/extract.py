@@ -328,12 +328,14 @@ def _is_local_contents(el) -> bool:
 
 
 def _noscript(body) -> None:
-    """A page whose text is mostly inside ``<noscript>`` serves its content there (forum
-    software does, for clients without JavaScript): keep it. Otherwise it is a fallback
-    ("enable JavaScript", tracking pixels) and goes with the scripts."""
+    """A page whose text, scripts aside, is mostly inside ``<noscript>`` serves its
+    content there (forum software does for clients without JavaScript; a blog platform
+    whose scripts draw the post does): keep it. Otherwise it is a fallback ("enable
+    JavaScript", tracking pixels) and goes with the scripts."""
     fallbacks = [el for el in body.iter("noscript") if _inside(el, ("noscript",)) is None]
     inside = sum(_text_len(el) for el in fallbacks)
-    if inside and inside > _text_len(body) - inside:
+    code = sum(_text_len(el) for el in body.iter("script", "style", "template"))
+    if inside >= LEAD_WORDS and inside > _text_len(body) - code - inside:
         for el in fallbacks:
             el.tag = "div"
 
