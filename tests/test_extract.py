@@ -349,6 +349,28 @@ def test_a_post_served_in_noscript_is_kept():
     assert "enable JavaScript" not in page_markdown(app + "</body></html>", "https://a.example/")
 
 
+def test_a_thread_marked_as_a_discussion_keeps_its_replies():
+    # The question is an article's length, and the replies sit in a "comments" block:
+    # on an article they are comments, on a page marked as a discussion they are posts.
+    question = 8 * (
+        "<p>I am weighing a move from an internship at a big firm to a small consultancy "
+        "and would like to hear from people who did it.</p>"
+    )
+    replies = "".join(
+        f"<div class='comment'><p>Reply {i}: I made that move two years ago and the work "
+        f"is broader, the hours shorter and the pay about the same.</p></div>"
+        for i in range(3)
+    )
+    page = (
+        "<html><head>{markup}</head><body><main><h1>Is consulting worth it?</h1>"
+        f"<div class='post-body'>{question}</div>"
+        f"<section id='comments' class='comments'>{replies}</section></main></body></html>"
+    )
+    thread = '<script type="application/ld+json">{"@type": "DiscussionForumPosting"}</script>'
+    assert "Reply 2: I made" in page_markdown(page.format(markup=thread), "https://f.example/t")
+    assert "Reply 2" not in page_markdown(page.format(markup=""), "https://f.example/t")
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

@@ -58,8 +58,10 @@ _BOILERPLATE = re.compile(
     r"\bnav\b|footer|\bheader\b)",
     re.IGNORECASE,
 )
-# Customer reviews, boilerplate on a product page, and how a page says it is one.
+# Customer reviews, boilerplate on a product page; comments, the posts of a thread; and
+# how a page says it is either.
 _REVIEWS = re.compile(r"(?<![a-z])reviews?(?![a-rt-z])", re.IGNORECASE)
+_COMMENTS = re.compile(r"comment", re.IGNORECASE)
 
 
 def _ld_type(names: str) -> re.Pattern:
@@ -69,6 +71,7 @@ def _ld_type(names: str) -> re.Pattern:
 
 _PRODUCT_LD = _ld_type("Product")
 _ARTICLE_LD = _ld_type(r"\w*Article|BlogPosting")
+_DISCUSSION_LD = _ld_type("DiscussionForumPosting|QAPage")
 _PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
 _OG_TYPE = '//meta[@property="og:type"]/@content'
 _JSON_LD = '//script[@type="application/ld+json"]'
@@ -268,7 +271,7 @@ def _unwrap(el) -> None:
     _drop(el)
 
 
-def _prune(body, product: bool) -> None:
+def _prune(body, page_type: str | None) -> None:
     """Step 1: remove what is never content."""
     _noscript(body)
     for el in list(body.iter(*NEVER_CONTENT, etree.Comment)):
@@ -315,7 +318,16 @@ def _prune(body, product: bool) -> None:
         words = _text_len(el)
         if words < HIDDEN_PAGE_SHARE * shown or words < ARTICLE_WORDS:
             _drop(el)
-    _prune_by_name(body, product)
+    _prune_by_name(body, page_type)
+
+
+def _judged(names: str, page_type: str | None) -> bool:
+    """A container of these names is judged as boilerplate on a page of this type."""
+    if page_type == "discussion" and _COMMENTS.search(names):
+        return False
+    return _boilerplate_name(names) or (
+        page_type == "product" and _REVIEWS.search(names) is not None
+    )
 
 
 def _is_local_contents(el) -> bool:
@@ -340,12 +352,13 @@ def _noscript(body) -> None:
             el.tag = "div"
 
 
-def _prune_by_name(body, product: bool) -> None:
+def _prune_by_name(body, page_type: str | None) -> None:
     """Containers whose class or id names boilerplate, judged against what is left once
     chrome by element is gone. A container is kept when it, or the containers of the
     same name together, hold most of that text: a thread's posts may be "comments", a
     shop's product grid "related". On a product page, customer reviews are its comments
-    (elsewhere a "review" is as likely the article)."""
+    (elsewhere a "review" is as likely the article); on a page marked as a discussion,
+    the comments are its posts, not judged at all."""
     stats = _measure(body)
     total = max(stats[body][0], 1)
     groups: dict[str, list] = {}
@@ -360,10 +373,7 @@ def _prune_by_name(body, product: bool) -> None:
             continue
         if el.tag == "p" and stats[el][0] >= 10:
             article += stats[el][0]
-        names = _judged_names(el)
-        if el.tag in _CONTAINERS and (
-            _boilerplate_name(names) or (product and _REVIEWS.search(names) is not None)
-        ):
+        if el.tag in _CONTAINERS and _judged(_judged_names(el), page_type):
             groups.setdefault(el.get("class") or el.get("id"), []).append(el)
             continue  # judged with its container
         walk.append(iter(el))
@@ -562,14 +572,19 @@ def _ensure_title(root, title: str | None):
     return wrapper
 
 
-def _is_product(doc) -> bool:
-    """The page describes one product: schema.org markup or Open Graph says so, and
-    neither calls it an article (a review of a product is one)."""
+def _page_type(doc) -> str | None:
+    """What schema.org markup or Open Graph says the page is: "product" (one product,
+    and not also an article: a review of a product is one), "discussion" (a forum
+    thread, a question and its answers) or None."""
     og = {t.strip().lower() for t in doc.xpath(_OG_TYPE)}
     markup = " ".join(s.text or "" for s in doc.xpath(_JSON_LD))
+    if _DISCUSSION_LD.search(markup):
+        return "discussion"
     if "article" in og or _ARTICLE_LD.search(markup):
-        return False
-    return bool(og & _PRODUCT_TYPES) or _PRODUCT_LD.search(markup) is not None
+        return None
+    if og & _PRODUCT_TYPES or _PRODUCT_LD.search(markup):
+        return "product"
+    return None
 
 
 def parse_document(page: str | bytes):
@@ -585,7 +600,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     body = doc.find("body")
     title = page_title(doc)
     base = doc.find(".//base[@href]")
-    _prune(body, _is_product(doc))
+    _prune(body, _page_type(doc))
     stats = _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_link_lists(root, stats)
