@@ -371,6 +371,26 @@ def test_a_thread_marked_as_a_discussion_keeps_its_replies():
     assert "Reply 2" not in page_markdown(page.format(markup=""), "https://f.example/t")
 
 
+def test_posts_wrapped_in_a_moderation_form_are_kept():
+    posts = "".join(
+        f"<article class='post'><h3>member{i}</h3><p>Post {i}: the new case fits a full "
+        f"size tower cooler and three fans at the front, with room left for cables.</p>"
+        f"<p>The glass panel comes off without tools, which helps when you build.</p>"
+        f"</article>"
+        for i in range(5)
+    )
+    menu = "".join(f"<li><a href='/f{i}'>Forum section {i}</a></li>" for i in range(80))
+    page = (
+        f"<html><body><div class='forums'><ul>{menu}</ul></div><h1>New case</h1>"
+        f"<form action='/topic/1?do=multimodComment' method='post'>{posts}"
+        "<input type='checkbox' name='moderate'></form>"
+        "<form action='/search'><p>Search the forum</p><input name='q'></form></body></html>"
+    )
+    out = page_markdown(page, "https://forum.example/topic/1")
+    assert out.count("fits a full size tower cooler") == 5
+    assert "Search the forum" not in out
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

@@ -294,7 +294,7 @@ def _prune(body, page_type: str | None) -> None:
             if _text_len(el) < HIDDEN_PAGE_SHARE * total:
                 hidden.append(el)  # judged again once the chrome is gone
             continue
-        if tag == "form" and _text_len(el) < 0.5 * total:
+        if tag == "form" and _text_len(el) < 0.5 * total and not _holds_posts(el):
             _drop(el)
             continue
         role = el.get("role", "").lower()
@@ -328,6 +328,13 @@ def _judged(names: str, page_type: str | None) -> bool:
     return _boilerplate_name(names) or (
         page_type == "product" and _REVIEWS.search(names) is not None
     )
+
+
+def _holds_posts(form) -> bool:
+    """A form around a thread's posts (forum software wraps them for moderation): it
+    holds ``<article>`` elements and an article's worth of prose."""
+    words = _text_len(form) - _link_text_len(form)
+    return words >= ARTICLE_WORDS and form.find(".//article") is not None
 
 
 def _is_local_contents(el) -> bool:
