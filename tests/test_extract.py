@@ -391,6 +391,25 @@ def test_posts_wrapped_in_a_moderation_form_are_kept():
     assert "Search the forum" not in out
 
 
+def test_comments_each_in_a_form_of_their_own_are_kept():
+    # Each comment's text sits in its own edit form: one form is small, the forms of
+    # that class together are the page.
+    comments = "".join(
+        f"<div class='entry'><p class='tagline'>user{i} 12 points</p>"
+        f"<form class='usertext'><p>Comment {i}: could this also help with tinnitus if "
+        f"the inner ear grows new hair cells?</p></form></div>"
+        for i in range(6)
+    )
+    page = (
+        "<html><body><form id='search'><p>search reddit</p><input name='q'></form>"
+        f"<h1>New hair cells grown in the lab</h1><div class='comments'>{comments}</div>"
+        "</body></html>"
+    )
+    out = page_markdown(page, "https://old.example/r/science/1")
+    assert out.count("help with tinnitus") == 6
+    assert "search reddit" not in out
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

@@ -282,6 +282,7 @@ def _prune(body, page_type: str | None) -> None:
         else:
             _drop(el)
     total = max(_text_len(body), 1)
+    posts = _post_forms(body, total)
     hidden = []
     for el in list(body.iter()):
         if el.getparent() is None or not isinstance(el.tag, str):
@@ -294,7 +295,7 @@ def _prune(body, page_type: str | None) -> None:
             if _text_len(el) < HIDDEN_PAGE_SHARE * total:
                 hidden.append(el)  # judged again once the chrome is gone
             continue
-        if tag == "form" and _text_len(el) < 0.5 * total and not _holds_posts(el):
+        if tag == "form" and el not in posts:
             _drop(el)
             continue
         role = el.get("role", "").lower()
@@ -330,11 +331,22 @@ def _judged(names: str, page_type: str | None) -> bool:
     )
 
 
-def _holds_posts(form) -> bool:
-    """A form around a thread's posts (forum software wraps them for moderation): it
-    holds ``<article>`` elements and an article's worth of prose."""
-    words = _text_len(form) - _link_text_len(form)
-    return words >= ARTICLE_WORDS and form.find(".//article") is not None
+def _post_forms(body, total: int) -> set:
+    """The forms that hold a thread's posts, not a search box or a comment form: forum
+    software wraps the posts in a moderation form (``<article>`` elements and an
+    article's worth of prose), or each comment in a form of its own (the forms of one
+    class hold half the page)."""
+    found = set()
+    shapes: dict = {}
+    for form in body.iter("form"):
+        shapes.setdefault(form.get("class"), []).append(form)
+        words = _text_len(form) - _link_text_len(form)
+        if words >= ARTICLE_WORDS and form.find(".//article") is not None:
+            found.add(form)
+    for forms in shapes.values():
+        if sum(_text_len(form) for form in forms) >= 0.5 * total:
+            found.update(forms)
+    return found
 
 
 def _is_local_contents(el) -> bool:
