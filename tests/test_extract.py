@@ -410,6 +410,17 @@ def test_comments_each_in_a_form_of_their_own_are_kept():
     assert "search reddit" not in out
 
 
+def test_an_article_after_an_early_end_of_the_page_is_kept():
+    article = "".join(
+        f"<p>Defined in {i} words, human resources is about people.</p>" for i in range(5)
+    )
+    page = (
+        "<html><body><header><nav><a href='/'>Home</a></nav></header></body></html>"
+        f"<div class='blog'><h1>What is HR?</h1>{article}</div></body></html>"
+    )
+    assert page_markdown(page, "https://hr.example/blog").count("about people") == 5
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

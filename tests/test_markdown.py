@@ -442,6 +442,15 @@ def test_broken_input_does_not_raise_and_output_is_clean(html):
     assert not TAG_RE.search(out)
 
 
+@pytest.mark.parametrize("end", ["</body>", "</body></html>", "</BODY>\n</HTML>\n"])
+def test_text_after_an_early_end_of_the_page_is_kept(end):
+    # A template that closes the page after its header and goes on: browsers show the
+    # rest in the body, and so does the markdown.
+    page = f"<html><body><header>Site</header>{end}<main><p>The article.</p></main>"
+    assert "The article." in md(page + "</body></html>")
+    assert "The article." in md((page + "</body></html>").encode())
+
+
 def test_deeply_nested_document_keeps_text():
     assert md("<div>" * 1500 + "deep text" + "</div>" * 1500) == "deep text\n"
 

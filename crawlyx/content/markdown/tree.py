@@ -13,6 +13,8 @@ from an lxml element in one pass, with what is never rendered left out on the wa
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree
 
 from crawlyx.content.markdown.tags import DROP_TAGS
@@ -23,6 +25,13 @@ MAX_DEPTH = 150  # deeper subtrees are flattened to their text when recursion ru
 # lifts libxml2's nesting limit from 256 to 2048 levels: past the limit it drops the rest
 # of the page, and badly broken pages (thousands of unclosed tags) do get that deep.
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
+
+# "</body>" or "</html>" with elements after it: a template closed the page early and
+# went on. Browsers put what follows in the body; libxml2 puts it beside the body, or
+# drops it after "</html>". Without those end tags it lands where a browser shows it.
+_EARLY_END = r"</(?:body|html)\s*>(?=.*?<[a-z])"
+_EARLY_END_TEXT = re.compile(_EARLY_END, re.IGNORECASE | re.DOTALL)
+_EARLY_END_BYTES = re.compile(_EARLY_END.encode(), re.IGNORECASE | re.DOTALL)
 
 
 class Element:
@@ -54,6 +63,10 @@ def parse(html: str | bytes):
             html.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates, where lxml would stop: U+FFFD each
             html = html.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(html, str):
+        html = _EARLY_END_TEXT.sub("", html)
+    else:
+        html = _EARLY_END_BYTES.sub(b"", html)
     try:
         return etree.fromstring(html, _PARSER) if html else None
     except ValueError:
