@@ -421,6 +421,26 @@ def test_an_article_after_an_early_end_of_the_page_is_kept():
     assert page_markdown(page, "https://hr.example/blog").count("about people") == 5
 
 
+def test_an_accordion_panel_a_control_opens_is_kept():
+    # Each step's panel is hidden until its header is clicked; nothing in its own
+    # names says so, but the header's aria-controls names it.
+    steps = "".join(
+        f"<div class='item'><a role='button' aria-controls='step{i}'>Step {i}</a>"
+        f"<div id='step{i}' style='display:none'><p>In step {i} the installer checks the "
+        f"roof, the wiring and the permits before any panel goes up.</p></div></div>"
+        for i in range(4)
+    )
+    intro = 3 * "<p>Installing solar panels takes five steps over about three months.</p>"
+    page = (
+        f"<html><body><main><h1>How to install solar panels</h1>{intro}"
+        f"<div class='steps'>{steps}</div><div style='display:none'><p>A note that stays "
+        "hidden, for whoever edits the page later.</p></div></main></body></html>"
+    )
+    out = page_markdown(page, "https://solar.example/install")
+    assert out.count("the installer checks the roof") == 4
+    assert "A note that stays hidden" not in out
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

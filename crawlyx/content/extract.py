@@ -192,17 +192,18 @@ def _is_hidden(el) -> bool:
     return bool(names and _SCREEN_READER.search(names))
 
 
-def _is_prose(el) -> bool:
+def _is_prose(el, opened: set) -> bool:
     """A hidden block the reader opens: a tab, an accordion's panel, a "read more". It
-    holds prose (not a menu) and is named so, or is one of a set (its siblings of the
-    same class are the other tabs). A lone hidden note, screen-reader text and
-    aria-hidden decoration are not."""
+    holds prose (not a menu) and is named so, is what a control on the page opens (its
+    id is in ``opened``, the ids that ``aria-controls`` names), or is one of a set (its
+    siblings of the same class are the other tabs). A lone hidden note, screen-reader
+    text and aria-hidden decoration are not."""
     if el.get("aria-hidden") == "true" or _SCREEN_READER.search(el.get("class", "")):
         return False
     words = _text_len(el)
     if not words or _link_text_len(el) > 0.4 * words:
         return False
-    if _PANEL.search(f"{_names(el)} {el.get('role', '')}"):
+    if _PANEL.search(f"{_names(el)} {el.get('role', '')}") or el.get("id") in opened:
         return True
     parent = el.getparent()
     return words >= HIDDEN_PROSE_WORDS and any(
@@ -283,6 +284,7 @@ def _prune(body, page_type: str | None) -> None:
             _drop(el)
     total = max(_text_len(body), 1)
     posts = _post_forms(body, total)
+    opened = {i for c in body.xpath("//@aria-controls") for i in c.split()}
     hidden = []
     for el in list(body.iter()):
         if el.getparent() is None or not isinstance(el.tag, str):
@@ -291,7 +293,7 @@ def _prune(body, page_type: str | None) -> None:
         if _is_permalink(el):
             _drop(el)
             continue
-        if _is_hidden(el) and not _is_prose(el):
+        if _is_hidden(el) and not _is_prose(el, opened):
             if _text_len(el) < HIDDEN_PAGE_SHARE * total:
                 hidden.append(el)  # judged again once the chrome is gone
             continue
