@@ -441,6 +441,23 @@ def test_an_accordion_panel_a_control_opens_is_kept():
     assert "A note that stays hidden" not in out
 
 
+def test_collapsed_answers_marked_aria_hidden_are_kept():
+    faq = "".join(
+        f"<div class='faq'><h3>Question {i}?</h3><div class='accordion-inner' "
+        f"aria-hidden='true'><p>Answer {i}: the plan covers accidents and illnesses, "
+        f"with one deductible a year.</p></div></div>"
+        for i in range(3)
+    )
+    page = (
+        "<html><body><main><h1>Pet insurance</h1><p>Help protect your pet and your "
+        f"budget from unexpected vet bills.</p>{faq}<div aria-hidden='true'><p>Pet "
+        "insurance, pet insurance, pet insurance</p></div></main></body></html>"
+    )
+    out = page_markdown(page, "https://insure.example/pet")
+    assert out.count("covers accidents and illnesses") == 3
+    assert "pet insurance, pet insurance" not in out.lower()
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

@@ -196,15 +196,18 @@ def _is_prose(el, opened: set) -> bool:
     """A hidden block the reader opens: a tab, an accordion's panel, a "read more". It
     holds prose (not a menu) and is named so, is what a control on the page opens (its
     id is in ``opened``, the ids that ``aria-controls`` names), or is one of a set (its
-    siblings of the same class are the other tabs). A lone hidden note, screen-reader
-    text and aria-hidden decoration are not."""
-    if el.get("aria-hidden") == "true" or _SCREEN_READER.search(el.get("class", "")):
+    siblings of the same class are the other tabs); a collapsed panel may be
+    aria-hidden as well. A lone hidden note, screen-reader text and aria-hidden
+    decoration are not."""
+    if _SCREEN_READER.search(el.get("class", "")):
         return False
     words = _text_len(el)
     if not words or _link_text_len(el) > 0.4 * words:
         return False
     if _PANEL.search(f"{_names(el)} {el.get('role', '')}") or el.get("id") in opened:
         return True
+    if el.get("aria-hidden") == "true":
+        return False
     parent = el.getparent()
     return words >= HIDDEN_PROSE_WORDS and any(
         other is not el and other.tag == el.tag and other.get("class") == el.get("class")
