@@ -425,7 +425,7 @@ def test_an_accordion_panel_a_control_opens_is_kept():
     # Each step's panel is hidden until its header is clicked; nothing in its own
     # names says so, but the header's aria-controls names it.
     steps = "".join(
-        f"<div class='item'><a role='button' aria-controls='step{i}'>Step {i}</a>"
+        f"<div class='item'><button aria-controls='step{i}'>Step {i}</button>"
         f"<div id='step{i}' style='display:none'><p>In step {i} the installer checks the "
         f"roof, the wiring and the permits before any panel goes up.</p></div></div>"
         for i in range(4)
@@ -439,6 +439,14 @@ def test_an_accordion_panel_a_control_opens_is_kept():
     out = page_markdown(page, "https://solar.example/install")
     assert out.count("the installer checks the roof") == 4
     assert "A note that stays hidden" not in out
+    # A flyout that a button opens and that holds no prose (a league table) stays shut.
+    table = "".join(f"<tr><td>{i}.</td><td>Team {i}</td><td>{40 - i}</td></tr>" for i in range(18))
+    flyout = (
+        "<button aria-controls='fly'>Table</button>"
+        f"<div id='fly' aria-hidden='true'><table>{table}</table></div>"
+    )
+    out = page_markdown(page.replace("<main>", flyout + "<main>"), "https://solar.example/install")
+    assert "Team 3" not in out
 
 
 def test_collapsed_answers_marked_aria_hidden_are_kept():

@@ -194,17 +194,19 @@ def _is_hidden(el) -> bool:
 
 def _is_prose(el, opened: set) -> bool:
     """A hidden block the reader opens: a tab, an accordion's panel, a "read more". It
-    holds prose (not a menu) and is named so, is what a control on the page opens (its
-    id is in ``opened``, the ids that ``aria-controls`` names), or is one of a set (its
-    siblings of the same class are the other tabs); a collapsed panel may be
-    aria-hidden as well. A lone hidden note, screen-reader text and aria-hidden
-    decoration are not."""
+    holds prose (not a menu) and is named so, is what a control on the page opens and
+    holds paragraphs (its id is in ``opened``, the ids that ``aria-controls`` names; a
+    flyout with a league table is not), or is one of a set (its siblings of the same
+    class are the other tabs); a collapsed panel may be aria-hidden as well. A lone
+    hidden note, screen-reader text and aria-hidden decoration are not."""
     if _SCREEN_READER.search(el.get("class", "")):
         return False
     words = _text_len(el)
     if not words or _link_text_len(el) > 0.4 * words:
         return False
-    if _PANEL.search(f"{_names(el)} {el.get('role', '')}") or el.get("id") in opened:
+    if _PANEL.search(f"{_names(el)} {el.get('role', '')}") or (
+        el.get("id") in opened and el.find(".//p") is not None
+    ):
         return True
     if el.get("aria-hidden") == "true":
         return False
@@ -277,6 +279,7 @@ def _unwrap(el) -> None:
 
 def _prune(body, page_type: str | None) -> None:
     """Step 1: remove what is never content."""
+    opened = {i for ids in body.xpath("//@aria-controls") for i in ids.split()}  # by buttons
     _noscript(body)
     for el in list(body.iter(*NEVER_CONTENT, etree.Comment)):
         if el.tag in _CONTROLS and _text_len(el) > CONTROL_WORDS:
@@ -287,7 +290,6 @@ def _prune(body, page_type: str | None) -> None:
             _drop(el)
     total = max(_text_len(body), 1)
     posts = _post_forms(body, total)
-    opened = {i for c in body.xpath("//@aria-controls") for i in c.split()}
     hidden = []
     for el in list(body.iter()):
         if el.getparent() is None or not isinstance(el.tag, str):
