@@ -466,6 +466,23 @@ def test_collapsed_answers_marked_aria_hidden_are_kept():
     assert "pet insurance, pet insurance" not in out.lower()
 
 
+def test_a_photo_caption_is_not_part_of_a_story():
+    story = "".join(
+        f"<p>Paragraph {i} of the report on the storm that crossed the coast overnight.</p>"
+        for i in range(5)
+    )
+    page = (
+        "<html><head>{markup}</head><body><main><h1>Storm crosses the coast</h1>"
+        "<figure><img src='/storm.jpg' alt=''><figcaption>Waves on the pier at dawn. "
+        f"Photo: Jane Doe</figcaption></figure>{story}</main></body></html>"
+    )
+    article = "<meta property='og:type' content='article'>"
+    out = page_markdown(page.format(markup=article), "https://news.example/storm")
+    assert out.count("of the report on the storm") == 5 and "Photo: Jane Doe" not in out
+    # Elsewhere (a docs page's figure, a product's photo) the caption may be the point.
+    assert "Photo: Jane Doe" in page_markdown(page.format(markup=""), "https://news.example/s")
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

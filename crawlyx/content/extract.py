@@ -288,6 +288,9 @@ def _prune(body, page_type: str | None) -> None:
             el.tail = " " + (el.tail or "")  # "Unix Windows", not "UnixWindows"
         else:
             _drop(el)
+    if page_type == "article":
+        for caption in list(body.iter("figcaption")):
+            _drop(caption)  # a photo's caption and credit are not the story
     total = max(_text_len(body), 1)
     posts = _post_forms(body, total)
     hidden = []
@@ -599,15 +602,15 @@ def _ensure_title(root, title: str | None):
 
 
 def _page_type(doc) -> str | None:
-    """What schema.org markup or Open Graph says the page is: "product" (one product,
-    and not also an article: a review of a product is one), "discussion" (a forum
-    thread, a question and its answers) or None."""
+    """What schema.org markup or Open Graph says the page is: "discussion" (a forum
+    thread, a question and its answers), "article" (a review of a product is one),
+    "product" (one product) or None."""
     og = {t.strip().lower() for t in doc.xpath(_OG_TYPE)}
     markup = " ".join(s.text or "" for s in doc.xpath(_JSON_LD))
     if _DISCUSSION_LD.search(markup):
         return "discussion"
     if "article" in og or _ARTICLE_LD.search(markup):
-        return None
+        return "article"
     if og & _PRODUCT_TYPES or _PRODUCT_LD.search(markup):
         return "product"
     return None
