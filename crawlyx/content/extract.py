@@ -288,9 +288,12 @@ def _prune(body, page_type: str | None) -> None:
             el.tail = " " + (el.tail or "")  # "Unix Windows", not "UnixWindows"
         else:
             _drop(el)
-    if page_type == "article":
+    if page_type == "article":  # a photo's caption and credit are not the story
         for caption in list(body.iter("figcaption")):
-            _drop(caption)  # a photo's caption and credit are not the story
+            figure = caption.getparent()
+            _drop(caption)
+            if figure.tag == "figure" and not _text(figure).strip():
+                _drop(figure)  # else the photo's alt text would stand in for the caption
     total = max(_text_len(body), 1)
     posts = _post_forms(body, total)
     hidden = []
