@@ -3,7 +3,13 @@
 import subprocess
 import sys
 
-from crawlyx.content.boilerplate import RepeatedBlocks, block_keys, drop_repeats, split_blocks
+from crawlyx.content.boilerplate import (
+    RepeatedBlocks,
+    block_keys,
+    drop_article_tail,
+    drop_repeats,
+    split_blocks,
+)
 
 
 def test_split_blocks_keeps_fenced_code_whole():
@@ -75,3 +81,23 @@ def test_a_passage_shown_twice_on_a_page_is_said_once():
         drop_repeats(markdown) == f"# Tablet\n\n{slide}\n\n{note}\n\n{code}\n\n{code}\n\n{note}\n"
     )
     assert drop_repeats("") == ""
+
+
+def test_short_lines_after_an_article_s_last_paragraph_go():
+    story = "\n\n".join(
+        f"Paragraph {i} of the story says what happened in the town last night, who was "
+        "there, when they came and what they saw."
+        for i in range(6)
+    )
+    table = "| Team | Points |\n| --- | --- |\n| Lions | 32 |"
+    tail = f"Photo: Jane Doe\n\n{table}\n\n## More on this\n\nShare this article\n\nTags: town"
+    out = drop_article_tail(f"# Story\n\n{story}\n\n{tail}\n")
+    assert out == f"# Story\n\n{story}\n\n{table}\n"
+    # A heading with something under it, and lines that are much of the page, stay.
+    kept = f"# Story\n\n{story}\n\n## Contact\n\nWrite to the newsroom at the town hall.\n"
+    assert drop_article_tail(kept) == kept
+    winners = "\n\n".join(f"Studio {i}, Honoree" for i in range(40))
+    listing = f"# Winners\n\n{story}\n\n{winners}\n"
+    assert drop_article_tail(listing) == listing
+    assert drop_article_tail("# Title only\n") == "# Title only\n"
+    assert drop_article_tail("") == ""

@@ -484,6 +484,23 @@ def test_a_photo_caption_is_not_part_of_a_story():
     assert "Photo: Jane Doe" in page_markdown(page.format(markup=""), "https://news.example/s")
 
 
+def test_an_article_ends_with_its_last_paragraph():
+    story = "".join(
+        f"<p>Paragraph {i} of the report on the storm that crossed the coast overnight and "
+        f"closed the harbour until the morning.</p>"
+        for i in range(5)
+    )
+    page = (
+        "<html><head>{markup}</head><body><main><h1>Storm crosses the coast</h1>"
+        f"{story}<p>Share this article</p><h3>More on this</h3></main></body></html>"
+    )
+    article = "<meta property='og:type' content='article'>"
+    out = page_markdown(page.format(markup=article), "https://news.example/storm")
+    assert out.count("closed the harbour") == 5
+    assert "Share this article" not in out and "More on this" not in out
+    assert "Share this article" in page_markdown(page.format(markup=""), "https://news.example/s")
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

@@ -1,10 +1,17 @@
-"""Blocks that repeat: within one page, and across many pages of one crawl.
+"""Blocks that are not content: those that repeat within one page or across many pages
+of one crawl, and the short lines after an article's end.
 
 A page that shows a passage twice (a carousel's cloned slides, the same section laid out
 once for phones and once for desktops) says it once in its markdown: :func:`drop_repeats`
 drops runs of :data:`REPEAT_RUN` blocks or more, :data:`REPEAT_WORDS` words in all, that
 each repeat an earlier block. A sentence said twice stays ("And from the command line:",
 a parameter shared by two functions of an API reference), and so does code.
+
+A story's markdown ends with its last paragraph. The short lines after it ("Share this
+article", "Mehr zum Thema", a photo credit, "Tags: ...") and the headings left with
+nothing under them are the page's furniture: :func:`drop_article_tail` drops them on pages
+marked as articles. Code and tables stay; when those lines are a good part of the page
+(:data:`TAIL_SHARE`), they are its content (a list of award winners) and stay too.
 
 A single-page extractor cannot tell the site's sidebar promo or its "about us" blurb
 from content; a crawler sees them on page after page. Each page's markdown is split
@@ -75,6 +82,34 @@ def drop_repeats(markdown: str) -> str:
         kept.append(block)
     end_run()
     return "\n\n".join(kept) + "\n" if kept else ""
+
+
+TAIL_PARAGRAPH = 20  # words of a block that is the story's text
+TAIL_LINE = 6  # a block this short after the story's last paragraph is furniture
+TAIL_SHARE = 0.15
+
+
+def drop_article_tail(markdown: str) -> str:
+    """An article's ``markdown`` without the short lines after its last paragraph."""
+    blocks = split_blocks(markdown)
+    paragraphs = [
+        i
+        for i, block in enumerate(blocks)
+        if len(block.split()) >= TAIL_PARAGRAPH and not block.startswith(("```", "~~~", "|"))
+    ]
+    if not paragraphs:
+        return markdown
+    tail = blocks[paragraphs[-1] + 1 :]
+    kept = [b for b in tail if len(b.split()) > TAIL_LINE or b.startswith(("#", "```", "~~~", "|"))]
+    kept = [  # a heading with nothing left under it
+        b
+        for b, after in zip(kept, [*kept[1:], None], strict=False)
+        if not b.startswith("#") or (after is not None and not after.startswith("#"))
+    ]
+    dropped = sum(len(b.split()) for b in tail) - sum(len(b.split()) for b in kept)
+    if not dropped or dropped > TAIL_SHARE * len(markdown.split()):
+        return markdown
+    return "\n\n".join(blocks[: paragraphs[-1] + 1] + kept) + "\n"
 
 
 def _judged(block: str) -> bool:

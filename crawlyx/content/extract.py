@@ -29,7 +29,7 @@ from collections import Counter
 
 from lxml import etree
 
-from crawlyx.content.boilerplate import drop_repeats
+from crawlyx.content.boilerplate import drop_article_tail, drop_repeats
 from crawlyx.content.markdown import element_to_markdown, html_to_markdown
 from crawlyx.content.markdown.tree import parse
 
@@ -632,7 +632,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     body = doc.find("body")
     title = page_title(doc)
     base = doc.find(".//base[@href]")
-    _prune(body, _page_type(doc))
+    page_type = _page_type(doc)
+    _prune(body, page_type)
     stats = _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_link_lists(root, stats)
@@ -640,7 +641,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     if _title_only(root):
         return ""
     href = base.get("href") if base is not None else None
-    return drop_repeats(element_to_markdown(root, url, links, href))
+    markdown = drop_repeats(element_to_markdown(root, url, links, href))
+    return drop_article_tail(markdown) if page_type == "article" else markdown
 
 
 def _title_only(root) -> bool:
