@@ -501,6 +501,27 @@ def test_an_article_ends_with_its_last_paragraph():
     assert "Share this article" in page_markdown(page.format(markup=""), "https://news.example/s")
 
 
+def test_a_lead_beside_the_body_comes_with_it():
+    # The page header holds the h1 and the summary; the body is a column of its own that
+    # holds most of the text, so the content search settles on it.
+    body = "".join(
+        f"<p>Paragraph {i}: the project will return objects taken in colonial times to "
+        f"the communities they came from, starting with the museum's own archive.</p>"
+        for i in range(6)
+    )
+    page = (
+        "<html><body><div class='intro'><h1>Berlin opens its archives</h1>"
+        "<p class='standfirst'>The German capital has launched a five-year project to research "
+        "its colonial past.</p><p><a href='/topics/berlin'>Berlin</a></p></div>"
+        f"<div class='columns'><div class='col'>{body}</div>"
+        "<div class='col-side'><p>Ad</p></div></div></body></html>"
+    )
+    out = page_markdown(page, "https://news.example/berlin")
+    assert out.startswith("# Berlin opens its archives\n\nThe German capital has launched")
+    assert out.count("colonial times") == 6
+    assert "[Berlin]" not in out
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

@@ -555,6 +555,29 @@ def _drop_link_lists(root, stats) -> None:
         _drop(el)
 
 
+def _with_lead(body, root, stats):
+    """The content with the page's heading and lead when they sit apart from it: a page
+    header with the h1 and a summary paragraph, the body in a column of its own. The
+    paragraphs of prose between the first h1 and the content, shorter than the content
+    together, come first, under that h1."""
+    h1 = None
+    leads: list = []
+    for el in body.iter("h1", "p", root.tag):
+        if el is root:
+            break
+        if h1 is None:
+            h1 = el if el.tag == "h1" else None
+        elif el.tag == "p" and h1 not in el.iterancestors():
+            words, links = stats[el]
+            if words >= 8 and links <= 0.3 * words:
+                leads.append(el)
+    if not leads or sum(stats[p][0] for p in leads) > stats[root][0]:
+        return root
+    wrapper = etree.Element("div")
+    wrapper.extend([h1, *leads, root])
+    return wrapper
+
+
 def _introduced(el) -> bool:
     """``el`` follows a paragraph that announces it (ends with a colon), alone in its
     wrapper or not."""
@@ -637,7 +660,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     stats = _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_link_lists(root, stats)
-    root = _ensure_title(root, title)
+    root = _ensure_title(_with_lead(body, root, stats), title)
     if _title_only(root):
         return ""
     href = base.get("href") if base is not None else None
