@@ -522,6 +522,24 @@ def test_a_lead_beside_the_body_comes_with_it():
     assert "[Berlin]" not in out
 
 
+def test_an_article_s_own_header_keeps_its_lead():
+    body = "".join(
+        f"<p>Paragraph {i}: since December the firm has sent letters to people who shared "
+        f"a photo of a city landmark on their blogs.</p>"
+        for i in range(5)
+    )
+    page = (
+        "<html><body><header class='site-header'><a href='/'>Home</a></header><main>"
+        "<article><header class='entry-header'><h1>Letters over a photo</h1><div "
+        "class='entry-excerpt'><p>Since December 2015 a law firm has been asking bloggers "
+        f"for money.</p></div></header><div class='entry-content'>{body}</div></article>"
+        "</main></body></html>"
+    )
+    out = page_markdown(page, "https://blog.example/letters")
+    assert "Since December 2015 a law firm" in out and out.count("city landmark") == 5
+    assert "Home" not in out
+
+
 def test_a_source_listing_is_one_code_block():
     # Sphinx's viewcode pages wrap each definition in a div inside the <pre>: the
     # container search stops at the <pre>, which is converted whole, as code.

@@ -167,7 +167,10 @@ def _names(el) -> str:
 
 def _judged_names(el) -> str:
     """The class and id of a container; a section's id is the slug of its heading
-    ("cookies", "migrating-to-2-x"): it names the section's subject, not its role."""
+    ("cookies", "migrating-to-2-x"): it names the section's subject, not its role. An
+    article's own ``<header>`` ("entry-header": its title and lead) is not judged."""
+    if el.tag == "header" and _inside(el, ("article", "main")) is not None:
+        return ""
     if el.tag == "section" or "section" in el.get("class", "").split():
         return el.get("class", "")
     return _names(el)
