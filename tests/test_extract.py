@@ -466,39 +466,42 @@ def test_collapsed_answers_marked_aria_hidden_are_kept():
     assert "pet insurance, pet insurance" not in out.lower()
 
 
+STORM = "".join(
+    f"<p>Paragraph {i} of the report on the storm that crossed the coast overnight and "
+    f"closed the harbour until the morning.</p>"
+    for i in range(5)
+)
+
+
+def news_page(before: str, after: str, article: bool = True) -> str:
+    """A story about a storm, marked as an article by Open Graph or not."""
+    markup = "<meta property='og:type' content='article'>" if article else ""
+    return (
+        f"<html><head>{markup}</head><body><main><h1>Storm crosses the coast</h1>"
+        f"{before}{STORM}{after}</main></body></html>"
+    )
+
+
 def test_a_photo_caption_is_not_part_of_a_story():
-    story = "".join(
-        f"<p>Paragraph {i} of the report on the storm that crossed the coast overnight.</p>"
-        for i in range(5)
-    )
-    page = (
-        "<html><head>{markup}</head><body><main><h1>Storm crosses the coast</h1>"
+    figure = (
         "<figure><img src='/storm.jpg' alt='Waves crash'><figcaption>Waves on the pier. "
-        f"Photo: Jane Doe</figcaption></figure>{story}</main></body></html>"
+        "Photo: Jane Doe</figcaption></figure>"
     )
-    article = "<meta property='og:type' content='article'>"
-    out = page_markdown(page.format(markup=article), "https://news.example/storm")
-    assert out.count("of the report on the storm") == 5
+    out = page_markdown(news_page(figure, ""), "https://news.example/storm")
+    assert out.count("closed the harbour") == 5
     assert "Photo: Jane Doe" not in out and "Waves" not in out
     # Elsewhere (a docs page's figure, a product's photo) the caption may be the point.
-    assert "Photo: Jane Doe" in page_markdown(page.format(markup=""), "https://news.example/s")
+    page = news_page(figure, "", article=False)
+    assert "Photo: Jane Doe" in page_markdown(page, "https://news.example/storm")
 
 
 def test_an_article_ends_with_its_last_paragraph():
-    story = "".join(
-        f"<p>Paragraph {i} of the report on the storm that crossed the coast overnight and "
-        f"closed the harbour until the morning.</p>"
-        for i in range(5)
-    )
-    page = (
-        "<html><head>{markup}</head><body><main><h1>Storm crosses the coast</h1>"
-        f"{story}<p>Share this article</p><h3>More on this</h3></main></body></html>"
-    )
-    article = "<meta property='og:type' content='article'>"
-    out = page_markdown(page.format(markup=article), "https://news.example/storm")
+    furniture = "<p>Share this article</p><h3>More on this</h3>"
+    out = page_markdown(news_page("", furniture), "https://news.example/storm")
     assert out.count("closed the harbour") == 5
     assert "Share this article" not in out and "More on this" not in out
-    assert "Share this article" in page_markdown(page.format(markup=""), "https://news.example/s")
+    page = news_page("", furniture, article=False)
+    assert "Share this article" in page_markdown(page, "https://news.example/storm")
 
 
 def test_a_lead_beside_the_body_comes_with_it():
