@@ -381,8 +381,10 @@ def _noscript(body) -> None:
     JavaScript", tracking pixels) and goes with the scripts."""
     fallbacks = [el for el in body.iter("noscript") if _inside(el, ("noscript",)) is None]
     inside = sum(_text_len(el) for el in fallbacks)
+    if inside < LEAD_WORDS:
+        return  # most pages: no fallback with text, and no need to count the rest
     code = sum(_text_len(el) for el in body.iter("script", "style", "template"))
-    if inside >= LEAD_WORDS and inside > _text_len(body) - code - inside:
+    if inside > _text_len(body) - code - inside:
         for el in fallbacks:
             el.tag = "div"
 
