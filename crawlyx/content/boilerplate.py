@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import hashlib
 
+_FENCES = ("```", "~~~")
+_DATA = (*_FENCES, "|")  # how a block of code or a table starts
+
 
 def split_blocks(markdown: str) -> list[str]:
     """Blank-line separated blocks; a fenced code block is one block."""
@@ -42,7 +45,7 @@ def split_blocks(markdown: str) -> list[str]:
             if stripped.startswith(fence) and not stripped[len(fence) :].strip():
                 fence = ""
             continue
-        if stripped.startswith(("```", "~~~")):
+        if stripped.startswith(_FENCES):
             marker = stripped[0]
             fence = marker * (len(stripped) - len(stripped.lstrip(marker)))
             current.append(line)
@@ -74,7 +77,7 @@ def drop_repeats(markdown: str) -> str:
 
     for block in split_blocks(markdown):
         key = " ".join(block.split())
-        if key in seen and not block.lstrip().startswith(("```", "~~~")):
+        if key in seen and not block.lstrip().startswith(_FENCES):
             run.append(block)
             continue
         seen.add(key)
@@ -95,12 +98,12 @@ def drop_article_tail(markdown: str) -> str:
     paragraphs = [
         i
         for i, block in enumerate(blocks)
-        if len(block.split()) >= TAIL_PARAGRAPH and not block.startswith(("```", "~~~", "|"))
+        if len(block.split()) >= TAIL_PARAGRAPH and not block.startswith(_DATA)
     ]
     if not paragraphs:
         return markdown
     tail = blocks[paragraphs[-1] + 1 :]
-    kept = [b for b in tail if len(b.split()) > TAIL_LINE or b.startswith(("#", "```", "~~~", "|"))]
+    kept = [b for b in tail if len(b.split()) > TAIL_LINE or not _judged(b)]
     kept = [  # a heading with nothing left under it
         b
         for b, after in zip(kept, [*kept[1:], None], strict=False)
@@ -114,7 +117,7 @@ def drop_article_tail(markdown: str) -> str:
 
 def _judged(block: str) -> bool:
     """Paragraphs, lists and quotes are judged; headings, code and tables never."""
-    return not block.startswith(("#", "```", "~~~", "|"))
+    return not block.startswith(("#", *_DATA))
 
 
 def block_keys(markdown: str) -> list[int | None]:
