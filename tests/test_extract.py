@@ -305,6 +305,11 @@ def test_customer_reviews_on_a_product_page_are_its_comments():
     assert "Reviewer 2 says" in page_markdown(article, "https://shop.example/tab-lite")
     review = product.replace("</script>", "</script><meta property='og:type' content='article'>")
     assert "Reviewer 2 says" in page_markdown(review, "https://shop.example/tab-lite")
+    # However many there are: a widget of reviews outweighing the description.
+    many = product.replace(reviews, 4 * reviews)
+    out = page_markdown(many, "https://shop.example/tab-lite")
+    assert "bright eleven inch screen" in out
+    assert "Reviewer" not in out
 
 
 def test_content_named_like_boilerplate_stays_when_nothing_else_would():

@@ -394,8 +394,8 @@ def _prune_by_name(body, page_type: str | None) -> None:
     chrome by element is gone. A container is kept when it, or the containers of the
     same name together, hold most of that text: a thread's posts may be "comments", a
     shop's product grid "related". On a product page, customer reviews are its comments
-    (elsewhere a "review" is as likely the article); on a page marked as a discussion,
-    the comments are its posts, not judged at all."""
+    however many there are (elsewhere a "review" is as likely the article); on a page
+    marked as a discussion, the comments are its posts, not judged at all."""
     stats = _measure(body)
     total = max(stats[body][0], 1)
     groups: dict[str, list] = {}
@@ -416,8 +416,10 @@ def _prune_by_name(body, page_type: str | None) -> None:
         walk.append(iter(el))
     doomed = [
         group
-        for group in groups.values()
-        if article >= ARTICLE_WORDS or sum(stats[el][0] for el in group) < NAMED_SHARE * total
+        for name, group in groups.items()
+        if article >= ARTICLE_WORDS
+        or sum(stats[el][0] for el in group) < NAMED_SHARE * total
+        or (page_type == "product" and _REVIEWS.search(name))
     ]
     # A page left with next to nothing had its content named like boilerplate (a
     # "sidebar" layout, an "intro" section "with ads"): the container with the most
