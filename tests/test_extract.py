@@ -335,6 +335,20 @@ def test_content_named_like_boilerplate_stays_when_nothing_else_would():
     assert out.count("whatever the size of the company") == 3
 
 
+def test_a_story_named_like_a_teaser_stays_among_menus():
+    # The site's menus are plain divs of links outweighing the story, which the CMS wraps
+    # in a "teaser": the story holds the page's prose, so it is the content.
+    menu = "".join(f"<li><a href='/s{i}'>Swimming section number {i}</a></li>" for i in range(80))
+    page = (
+        "<html><body><div class='menu-wrap'><ul>" + menu + "</ul></div>"
+        f"<div class='col'><h1>Garden guide</h1><div class='teaser newsSingle'>{STORY}</div>"
+        "<div class='partners'><ul>" + menu + "</ul></div></div></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "Part 7 of the guide" in out
+    assert "Swimming section" not in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

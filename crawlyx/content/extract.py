@@ -119,6 +119,7 @@ LINK_LISTS_SHARE = 0.5
 HIDDEN_PROSE_WORDS = 15
 HIDDEN_PAGE_SHARE = 0.5
 ARTICLE_WORDS = 150
+PROSE_WORDS = 10  # a paragraph of prose, not a label
 LEAD_WORDS = 30
 LEAD_SHARE = 0.1
 # A grid of items: this many of one kind at least, holding this share of the page's words.
@@ -392,8 +393,9 @@ def _noscript(body) -> None:
 def _prune_by_name(body, page_type: str | None) -> None:
     """Containers whose class or id names boilerplate, judged against what is left once
     chrome by element is gone. A container is kept when it, or the containers of the
-    same name together, hold most of that text: a thread's posts may be "comments", a
-    shop's product grid "related". On a product page, customer reviews are its comments
+    same name together, hold most of that text or an article's worth of its prose outside
+    links: a thread's posts may be "comments", a shop's product grid "related", a news
+    story a "teaser" among menus. On a product page, customer reviews are its comments
     however many there are (elsewhere a "review" is as likely the article); on a page
     marked as a discussion, the comments are its posts, not judged at all."""
     stats = _measure(body)
@@ -408,17 +410,24 @@ def _prune_by_name(body, page_type: str | None) -> None:
             continue
         if not isinstance(el.tag, str):
             continue
-        if el.tag == "p" and stats[el][0] >= 10:
+        if el.tag == "p" and stats[el][0] >= PROSE_WORDS:
             article += stats[el][0]
         if el.tag in _CONTAINERS and _judged(_judged_names(el), page_type):
             groups.setdefault(el.get("class") or el.get("id"), []).append(el)
             continue  # judged with its container
         walk.append(iter(el))
+    text = total - stats[body][1]
+
+    def content(group) -> bool:
+        words = sum(stats[el][0] for el in group)
+        prose = sum(stats[p][0] for el in group for p in el.iter("p") if stats[p][0] >= PROSE_WORDS)
+        return words >= NAMED_SHARE * total or prose >= max(ARTICLE_WORDS, NAMED_SHARE * text)
+
     doomed = [
         group
         for name, group in groups.items()
         if article >= ARTICLE_WORDS
-        or sum(stats[el][0] for el in group) < NAMED_SHARE * total
+        or not content(group)
         or (page_type == "product" and _REVIEWS.search(name))
     ]
     # A page left with next to nothing had its content named like boilerplate (a
