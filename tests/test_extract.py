@@ -127,6 +127,11 @@ def test_a_lead_above_the_body_stays_with_it():
     assert "ending a decade of debate" in out
     assert "Paragraph 11 of the story" in out
     assert "Mayor resigns" not in out
+    # However long the body, and with the title elsewhere: a lead right beside it is part
+    # of it.
+    long = page.replace(body, 5 * body).replace("<h1>Tram line approved</h1>", "")
+    out = page_markdown(long, "https://news.example/tram")
+    assert "ending a decade of debate" in out
 
 
 STORY = "".join(

@@ -465,8 +465,10 @@ def _container(body, stats):
         child = max(children, key=text)
         if text(child) < CONTENT_SHARE * text(el) or child.tag in _LEAVES:
             break  # a heading, a paragraph or a code block is never the content, only part of it
-        if _prose_before(el, child, stats) >= max(LEAD_WORDS, LEAD_SHARE * text(child)):
-            break  # a lead or an intro above the body belongs with it
+        if _prose_before(el, child, stats) >= max(LEAD_WORDS, LEAD_SHARE * text(child)) or (
+            sum(_prose(p, stats) for p in child.itersiblings("p", preceding=True)) >= LEAD_WORDS
+        ):
+            break  # a lead or an intro above the body belongs with it, right beside it or not
         if child.tag in _LISTS and _heading_before(child):
             break  # a list under its heading is that section's content, not the page's
         el = child
@@ -518,6 +520,12 @@ def _heading_before(el) -> bool:
     return any(sibling.tag in _HEADINGS for sibling in el.itersiblings(preceding=True))
 
 
+def _prose(p, stats) -> int:
+    """Words of a paragraph of prose (not a label, not a link with a caption), else 0."""
+    words, links = stats[p]
+    return words if words >= 8 and links <= 0.3 * words else 0
+
+
 def _prose_before(el, child, stats) -> int:
     """Words of the paragraphs of prose in ``el`` that come before ``child``."""
     words = 0
@@ -525,9 +533,7 @@ def _prose_before(el, child, stats) -> int:
         if p is child:
             break
         if p.tag == "p":
-            p_words, p_links = stats[p]
-            if p_words >= 8 and p_links <= 0.3 * p_words:
-                words += p_words
+            words += _prose(p, stats)
     return words
 
 
@@ -583,10 +589,8 @@ def _with_lead(body, root, stats):
             break
         if h1 is None:
             h1 = el if el.tag == "h1" else None
-        elif el.tag == "p" and h1 not in el.iterancestors():
-            words, links = stats[el]
-            if words >= 8 and links <= 0.3 * words:
-                leads.append(el)
+        elif el.tag == "p" and h1 not in el.iterancestors() and _prose(el, stats):
+            leads.append(el)
     if not leads or sum(stats[p][0] for p in leads) > stats[root][0]:
         return root
     wrapper = etree.Element("div")
