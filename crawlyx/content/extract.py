@@ -74,6 +74,11 @@ _ARTICLE_LD = _ld_type(r"\w*Article|BlogPosting")
 _DISCUSSION_LD = _ld_type("DiscussionForumPosting|QAPage")
 _PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
 _OG_TYPE = '//meta[@property="og:type"]/@content'
+_GENERATOR = '//meta[@name="generator"]/@content'
+_DOCS_GENERATOR = re.compile(
+    r"\s*(?:mkdocs|sphinx|docusaurus|vitepress|vuepress|gitbook|mdbook|starlight|docfx|antora)",
+    re.IGNORECASE,
+)
 _JSON_LD = '//script[@type="application/ld+json"]'
 # Hidden blocks that a reader opens.
 _PANEL = re.compile(r"tab|panel|accordion|collaps|expand|toggle|answer", re.IGNORECASE)
@@ -292,7 +297,7 @@ def _prune(body, page_type: str | None) -> None:
             el.tail = " " + (el.tail or "")  # "Unix Windows", not "UnixWindows"
         else:
             _drop(el)
-    if page_type == "article":  # a photo's caption and credit are not the story
+    if page_type != "documentation":  # a photo's caption and credit are not the content
         for caption in list(body.iter("figcaption")):
             figure = caption.getparent()
             _drop(caption)
@@ -648,9 +653,12 @@ def _ensure_title(root, title: str | None):
 
 
 def _page_type(doc) -> str | None:
-    """What schema.org markup or Open Graph says the page is: "discussion" (a forum
-    thread, a question and its answers), "article" (a review of a product is one),
-    "product" (one product) or None."""
+    """What the page's markup says it is: "documentation" (its generator says so),
+    or what schema.org markup or Open Graph says: "discussion" (a forum thread, a
+    question and its answers), "article" (a review of a product is one), "product" (one
+    product); else None."""
+    if any(_DOCS_GENERATOR.match(g) for g in doc.xpath(_GENERATOR)):
+        return "documentation"
     og = {t.strip().lower() for t in doc.xpath(_OG_TYPE)}
     markup = " ".join(s.text or "" for s in doc.xpath(_JSON_LD))
     if _DISCUSSION_LD.search(markup):
