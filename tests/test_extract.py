@@ -506,6 +506,16 @@ def test_a_photo_caption_is_not_part_of_the_content():
         out = page_markdown(page, "https://news.example/storm")
         assert out.count("how much water") == 8
         assert "Photo: Jane Doe" not in out and "Waves" not in out
+    # Captions in the markup of a blogging platform or a CMS, without <figcaption>.
+    for caption in (
+        "<div class='wp-caption'><img src='/storm.jpg'><p class='wp-caption-text'>Waves on "
+        "the pier. Photo: Jane Doe</p></div>",
+        "<div class='caption'><img src='/storm.jpg'><div class='copyright'>Photo: Jane Doe"
+        "</div></div>",
+    ):
+        out = page_markdown(news_page(caption, "", article=False), "https://news.example/s")
+        assert out.count("how much water") == 8
+        assert "Jane Doe" not in out
     # On a documentation site's page the caption says what the figure shows.
     generator = "<head><meta name='generator' content='mkdocs-1.6.1, mkdocs-material-9.8.2'>"
     page = news_page(figure, "", article=False).replace("<head>", generator)

@@ -54,7 +54,7 @@ _BOILERPLATE = re.compile(
     r"byline|reading-time|read-time|post-meta|entry-meta|article-meta|author-card|"
     r"author-box|author-info|\bbio\b|feedback|helpful|\bvotes?\b|noprint|editsection|"
     r"user-?(?:info|card|details|extras|stats)|usercard|postprofile|poster-?info|"
-    r"signature|avatar|reflist|mw-references|"
+    r"signature|avatar|reflist|mw-references|wp-caption-text|copyright|"
     r"\bnav\b|footer|\bheader\b)",
     re.IGNORECASE,
 )
