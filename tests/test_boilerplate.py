@@ -99,5 +99,10 @@ def test_short_lines_after_an_article_s_last_paragraph_go():
     winners = "\n\n".join(f"Studio {i}, Honoree" for i in range(40))
     listing = f"# Winners\n\n{story}\n\n{winners}\n"
     assert drop_article_tail(listing) == listing
+    # A story's closing sentences stay however short; a question is as often a teaser.
+    closing = f"# Story\n\n{story}\n\nThanks. See you tomorrow.\n\nBe there!\n"
+    assert drop_article_tail(closing) == closing
+    teaser = f"# Story\n\n{story}\n\nRead this too?\n"
+    assert drop_article_tail(teaser) == f"# Story\n\n{story}\n"
     assert drop_article_tail("# Title only\n") == "# Title only\n"
     assert drop_article_tail("") == ""

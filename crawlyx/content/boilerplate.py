@@ -28,6 +28,7 @@ the crawl process only counts keys, and splits a page again only to drop a block
 from __future__ import annotations
 
 import hashlib
+import re
 
 _FENCES = ("```", "~~~")
 _DATA = (*_FENCES, "|")  # how a block of code or a table starts
@@ -90,6 +91,7 @@ def drop_repeats(markdown: str) -> str:
 TAIL_PARAGRAPH = 20  # words of a block that is the story's text
 TAIL_LINE = 6  # a block this short after the story's last paragraph is furniture
 TAIL_SHARE = 0.15
+_SENTENCE_END = re.compile(r"\w[.!][\"'“”»*_)]*$")  # not "?": "Read this too?" is a teaser
 
 
 def drop_article_tail(markdown: str) -> str:
@@ -103,7 +105,7 @@ def drop_article_tail(markdown: str) -> str:
     if not paragraphs:
         return markdown
     tail = blocks[paragraphs[-1] + 1 :]
-    kept = [b for b in tail if len(b.split()) > TAIL_LINE or not _judged(b)]
+    kept = [b for b in tail if not _furniture(b)]
     kept = [  # a heading with nothing left under it
         b
         for b, after in zip(kept, [*kept[1:], None], strict=False)
@@ -113,6 +115,15 @@ def drop_article_tail(markdown: str) -> str:
     if not dropped or dropped > TAIL_SHARE * len(markdown.split()):
         return markdown
     return "\n\n".join(blocks[: paragraphs[-1] + 1] + kept) + "\n"
+
+
+def _furniture(block: str) -> bool:
+    """A short line after an article's text ("Share this article", an author's name, "More
+    on this"), not a closing sentence of it ("See you tomorrow.")."""
+    words = block.split()
+    if len(words) > TAIL_LINE or not _judged(block):
+        return False
+    return len(words) < 2 or not _SENTENCE_END.search(block)
 
 
 def _judged(block: str) -> bool:
