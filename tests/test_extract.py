@@ -354,6 +354,23 @@ def test_a_story_named_like_a_teaser_stays_among_menus():
     assert "Swimming section" not in out
 
 
+def test_what_a_kept_named_container_holds_is_judged_too():
+    # Broken markup leaves the whole page inside the site's header: the header stays,
+    # being most of the page, but the related links and the newsletter box inside it go.
+    related = "".join(
+        f"<li><a href='/r{i}'>Another story about gardens, number {i}</a></li>" for i in range(6)
+    )
+    page = (
+        "<html><body><div class='site-header'><h1>Garden guide</h1>"
+        f"{STORY}<div class='related-posts'><ul>{related}</ul></div>"
+        "<div class='newsletter-box'><p>Sign up for our weekly newsletter with the best "
+        f"stories.</p></div>{STORY.replace('Part', 'Step')}</div></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "Part 7 of the guide" in out and "Step 7 of the guide" in out
+    assert "Another story" not in out and "weekly newsletter" not in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

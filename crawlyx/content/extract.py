@@ -402,25 +402,41 @@ def _prune_by_name(body, page_type: str | None) -> None:
     links: a thread's posts may be "comments", a shop's product grid "related", a news
     story a "teaser" among menus. On a product page, customer reviews are its comments
     however many there are (elsewhere a "review" is as likely the article); on a page
-    marked as a discussion, the comments are its posts, not judged at all."""
+    marked as a discussion, the comments are its posts, not judged at all.
+    What a kept container holds is judged in turn: a layout named after its sidebar, or a
+    page that broken markup put inside its "header", holds the site's menus as well. Not
+    inside a thread's comments (their parts are the posts) nor on a product page, whose
+    tabs and panels hold its details and its buyers' words."""
+    kept: set = set()
+    while _prune_named(body, page_type, kept) and page_type != "product":
+        pass
+
+
+def _prune_named(body, page_type: str | None, kept: set) -> bool:
+    """One round of :func:`_prune_by_name`, below the containers in ``kept``; adds the
+    containers it keeps and says whether there were any."""
     stats = _measure(body)
     total = max(stats[body][0], 1)
     groups: dict[str, list] = {}
     article = 0  # words of prose outside every named container: an article comments follow
-    walk = [iter(body)]  # document order, not below a named container
+    walk = [(iter(body), False)]  # document order, not below a named container
     while walk:
-        el = next(walk[-1], None)
+        children, inside_kept = walk[-1]
+        el = next(children, None)
         if el is None:
             walk.pop()
             continue
         if not isinstance(el.tag, str):
             continue
-        if el.tag == "p" and stats[el][0] >= PROSE_WORDS:
+        if el in kept:
+            walk.append((iter(el), True))
+            continue
+        if el.tag == "p" and stats[el][0] >= PROSE_WORDS and not inside_kept:
             article += stats[el][0]
         if el.tag in _CONTAINERS and _judged(_judged_names(el), page_type):
             groups.setdefault(el.get("class") or el.get("id"), []).append(el)
             continue  # judged with its container
-        walk.append(iter(el))
+        walk.append((iter(el), inside_kept))
     text = total - stats[body][1]
 
     def content(group) -> bool:
@@ -449,6 +465,14 @@ def _prune_by_name(body, page_type: str | None) -> None:
     for group in doomed:
         for el in group:
             _drop(el)
+    wrappers = {
+        el
+        for name, group in groups.items()
+        if group not in doomed and not _COMMENTS.search(name) and not _REVIEWS.search(name)
+        for el in group
+    }
+    kept |= wrappers
+    return bool(wrappers)
 
 
 def _container(body, stats):
