@@ -371,6 +371,20 @@ def test_what_a_kept_named_container_holds_is_judged_too():
     assert "Another story" not in out and "weekly newsletter" not in out
 
 
+def test_a_custom_element_is_judged_by_its_name():
+    footer = (
+        "<site-footer><p>Garden Weekly is published by the allotment society of the old "
+        "town, every Friday since 1987.</p></site-footer>"
+    )
+    page = f"<html><body><div class='wrap'><h1>Garden guide</h1>{STORY}{footer}</div></body></html>"
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "Part 7 of the guide" in out
+    assert "allotment society" not in out
+    # An element of a name that says nothing is content like a div.
+    out = page_markdown(page.replace("site-footer", "story-part"), "https://garden.example/g")
+    assert "allotment society" in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

@@ -101,8 +101,8 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGN
 _SCREEN_READER = re.compile(
     r"\b(?:sr-only|visually-hidden|visuallyhidden|screen-reader-text|a11y-hidden)\b"
 )
-# Boilerplate is judged by name on containers only: a heading or a paragraph is content
-# whatever its class says ("anchorWithStickyNavbar" on a docs heading).
+# Boilerplate is judged by name on containers (and custom elements) only: a heading or a
+# paragraph is content whatever its class says ("anchorWithStickyNavbar" on a docs heading).
 _CONTAINERS = frozenset(
     {"div", "section", "span", "ul", "ol", "dl", "table", "figure", "form", "header", "p"}
 )
@@ -179,6 +179,8 @@ def _judged_names(el) -> str:
         return ""
     if el.tag == "section" or "section" in el.get("class", "").split():
         return el.get("class", "")
+    if "-" in el.tag:  # a custom element's name says what it is: "site-nav", "pp-header"
+        return f"{el.tag} {_names(el)}"
     return _names(el)
 
 
@@ -433,8 +435,8 @@ def _prune_named(body, page_type: str | None, kept: set) -> bool:
             continue
         if el.tag == "p" and stats[el][0] >= PROSE_WORDS and not inside_kept:
             article += stats[el][0]
-        if el.tag in _CONTAINERS and _judged(_judged_names(el), page_type):
-            groups.setdefault(el.get("class") or el.get("id"), []).append(el)
+        if (el.tag in _CONTAINERS or "-" in el.tag) and _judged(_judged_names(el), page_type):
+            groups.setdefault(el.get("class") or el.get("id") or el.tag, []).append(el)
             continue  # judged with its container
         walk.append((iter(el), inside_kept))
     text = total - stats[body][1]
