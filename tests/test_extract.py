@@ -385,6 +385,25 @@ def test_a_custom_element_is_judged_by_its_name():
     assert "allotment society" in out
 
 
+def test_an_accordion_s_folds_are_content_whatever_they_are_drawn_with():
+    # A shop draws each fold of the product's accordion as a side sheet: a dialog
+    # holding an aside. Outside an accordion an aside is still the site's.
+    fold = (
+        "<div class='accordion'><button>Description</button><div class='sheet' "
+        "role='dialog'><aside class='sheet-aside'><p>The Arrival T-shirt is cut slim from "
+        "a light fabric that wicks sweat, with flat seams and a crew neck.</p></aside>"
+        "</div></div>"
+    )
+    sidebar = "<aside><p>Join the club for free delivery on your next three orders.</p></aside>"
+    page = (
+        "<html><body><main><h1>Arrival T-shirt</h1><p>$22, in black, sizes S to XL.</p>"
+        f"{fold}</main>{sidebar}</body></html>"
+    )
+    out = page_markdown(page, "https://shop.example/arrival")
+    assert "wicks sweat" in out
+    assert "Join the club" not in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

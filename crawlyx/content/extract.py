@@ -82,6 +82,7 @@ _DOCS_GENERATOR = re.compile(
 _JSON_LD = '//script[@type="application/ld+json"]'
 # Hidden blocks that a reader opens.
 _PANEL = re.compile(r"tab|panel|accordion|collaps|expand|toggle|answer", re.IGNORECASE)
+_ACCORDION = re.compile(r"accordion", re.IGNORECASE)
 # A documentation generator's table of contents (Sphinx's toctree, a local contents).
 _TABLE_OF_CONTENTS = re.compile(r"toctree|\bcontents\b")
 # Asides that belong to the text: footnotes, admonitions, callouts.
@@ -326,7 +327,7 @@ def _prune(body, page_type: str | None) -> None:
         header = role == "banner" or (tag == "header" and _inside(el, ("article", "main")) is None)
         if not (header or tag in CHROME_TAGS or role in CHROME_ROLES):
             continue
-        if _CONTENT_ASIDE.search(_names(el)) or _is_local_contents(el):
+        if _CONTENT_ASIDE.search(_names(el)) or _is_local_contents(el) or _in_accordion(el):
             continue
         # Navigation, sidebars and footers go however long they are (a short page's
         # sidebar outweighs it) unless the page's heading or main part is inside; a page
@@ -371,6 +372,12 @@ def _post_forms(body, total: int) -> set:
         if sum(_text_len(form) for form in forms) >= 0.5 * total:
             found.update(forms)
     return found
+
+
+def _in_accordion(el) -> bool:
+    """Inside an accordion: a fold the reader opens, drawn as an aside or a dialog (a
+    product's description in a side sheet), is the page's, not the site's."""
+    return any(_ACCORDION.search(_names(ancestor)) for ancestor in el.iterancestors())
 
 
 def _is_local_contents(el) -> bool:
