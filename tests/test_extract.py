@@ -404,6 +404,29 @@ def test_an_accordion_s_folds_are_content_whatever_they_are_drawn_with():
     assert "Join the club" not in out
 
 
+def test_an_article_of_numbered_steps_outweighs_its_comments():
+    # A how-to marked as an article: a short intro and its steps in a list. The comments
+    # below are longer, yet they are not the article.
+    steps = "".join(
+        f"<li>Step {i}: dig the bed a spade deep, break up the clods and rake the soil "
+        f"level before you sow.</li>"
+        for i in range(10)
+    )
+    comments = "".join(
+        f"<li class='comment'><p>Reader {i} writes that the guide worked well for her own "
+        f"garden and asks when the best time is to sow carrots in a cold spring.</p></li>"
+        for i in range(20)
+    )
+    page = (
+        "<html><head><meta property='og:type' content='article'></head><body><main>"
+        "<h1>Dig a bed</h1><p>Dig a new bed in an afternoon.</p>"
+        f"<ol>{steps}</ol><div id='comments'><ol>{comments}</ol></div></main></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/dig")
+    assert "Step 9: dig the bed" in out
+    assert "Reader" not in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

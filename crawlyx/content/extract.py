@@ -428,6 +428,7 @@ def _prune_named(body, page_type: str | None, kept: set) -> bool:
     total = max(stats[body][0], 1)
     groups: dict[str, list] = {}
     article = 0  # words of prose outside every named container: an article comments follow
+    prose_tags = ("p", "li") if page_type == "article" else ("p",)  # a how-to's steps too
     walk = [(iter(body), False)]  # document order, not below a named container
     while walk:
         children, inside_kept = walk[-1]
@@ -440,7 +441,7 @@ def _prune_named(body, page_type: str | None, kept: set) -> bool:
         if el in kept:
             walk.append((iter(el), True))
             continue
-        if el.tag == "p" and stats[el][0] >= PROSE_WORDS and not inside_kept:
+        if el.tag in prose_tags and not inside_kept and _prose(el, stats) >= PROSE_WORDS:
             article += stats[el][0]
         if (el.tag in _CONTAINERS or "-" in el.tag) and _judged(_judged_names(el), page_type):
             groups.setdefault(el.get("class") or el.get("id") or el.tag, []).append(el)
