@@ -427,6 +427,22 @@ def test_an_article_of_numbered_steps_outweighs_its_comments():
     assert "Reader" not in out
 
 
+def test_links_drawn_as_buttons_are_controls():
+    buttons = (
+        "<p><a class='wprm-recipe-print wprm-recipe-link-wide-button' href='/print/1'>"
+        "Print recipe</a> <span class='recipe-pin-button'>Pin it</span> "
+        "<a role='button' href='#save'>Save</a></p>"
+    )
+    page = f"<html><body><main><h1>Garden guide</h1>{buttons}{STORY}</main></body></html>"
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "Part 7 of the guide" in out
+    assert "Print recipe" not in out and "Pin it" not in out and "Save" not in out
+    # A call to action with something to say is text.
+    offer = "<a class='btn' href='/join'>Join the allotment society today</a>"
+    out = page_markdown(page.replace(buttons, offer), "https://garden.example/guide")
+    assert "Join the allotment society today" in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

@@ -97,6 +97,8 @@ _CONTENT = re.compile(
 # Controls whose own text is a few words; one holding more was left open by the markup.
 _CONTROLS = frozenset({"button", "label"})
 CONTROL_WORDS = 50
+_BUTTON = re.compile(r"button|\bbtn\b", re.IGNORECASE)  # a link's class, drawn as one
+BUTTON_WORDS = 3
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 # Text only for screen readers repeats what the page shows.
 _SCREEN_READER = re.compile(
@@ -229,6 +231,16 @@ def _is_prose(el, opened: set) -> bool:
     )
 
 
+def _is_button(el) -> bool:
+    """A link or a label drawn as a button ("Print recipe", "Pin it", "Save"): a control
+    like ``<button>``. One of more words is a call to action with something to say."""
+    return (
+        el.tag in ("a", "span")
+        and (el.get("role") == "button" or _BUTTON.search(el.get("class", "")) is not None)
+        and _text_len(el) <= BUTTON_WORDS
+    )
+
+
 def _is_tab_label(el) -> bool:
     """A tab's label ("Windows", "macOS" above a command): it names its panel."""
     parent = el.getparent()
@@ -319,6 +331,9 @@ def _prune(body, page_type: str | None) -> None:
         if _is_hidden(el) and not _is_prose(el, opened):
             if _text_len(el) < HIDDEN_PAGE_SHARE * total:
                 hidden.append(el)  # judged again once the chrome is gone
+            continue
+        if _is_button(el):
+            _drop(el)
             continue
         if tag == "form" and el not in posts:
             _drop(el)
