@@ -7,6 +7,7 @@ from crawlyx.content.boilerplate import (
     RepeatedBlocks,
     block_keys,
     drop_article_tail,
+    drop_credits,
     drop_repeats,
     split_blocks,
 )
@@ -106,3 +107,22 @@ def test_short_lines_after_an_article_s_last_paragraph_go():
     assert drop_article_tail(teaser) == f"# Story\n\n{story}\n"
     assert drop_article_tail("# Title only\n") == "# Title only\n"
     assert drop_article_tail("") == ""
+
+
+def test_blocks_that_credit_a_photo_go():
+    text = (
+        "The mayor opened the new bridge on Sunday. Photo: the bridge seen from the river, "
+        "where the old ferry used to land, on a long paragraph that the story goes on with."
+    )
+    page = (
+        "# Bridge opens\n\nFoto: dpa\n\nThe mayor at the opening.\n© Getty Images\n\n"
+        f"{text}\n\nPhotograph by Jane Doe\n\n## Image: the old ferry\n\n"
+        "| Photo: | Place |\n| --- | --- |\n| 1 | pier |\n"
+    )
+    assert drop_credits(page) == (
+        f"# Bridge opens\n\n{text}\n\n## Image: the old ferry\n\n"
+        "| Photo: | Place |\n| --- | --- |\n| 1 | pier |\n"
+    )
+    # The title stays whatever it says; a page without credits comes back as it was.
+    assert drop_credits("# Photo: a week in pictures\n") == "# Photo: a week in pictures\n"
+    assert drop_credits(f"# Bridge\n\n{text}\n") == f"# Bridge\n\n{text}\n"

@@ -605,6 +605,10 @@ def test_a_photo_caption_is_not_part_of_the_content():
         out = page_markdown(news_page(caption, "", article=False), "https://news.example/s")
         assert out.count("how much water") == 8
         assert "Jane Doe" not in out
+    # A credit under a photo, with no caption markup at all.
+    credit = "<p><img src='/storm.jpg' alt=''><br>Waves on the pier. Foto: Jane Doe</p>"
+    out = page_markdown(news_page(credit, "", article=False), "https://news.example/s")
+    assert "Jane Doe" not in out
     # On a documentation site's page the caption says what the figure shows.
     generator = "<head><meta name='generator' content='mkdocs-1.6.1, mkdocs-material-9.8.2'>"
     page = news_page(figure, "", article=False).replace("<head>", generator)

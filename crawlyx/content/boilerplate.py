@@ -13,6 +13,10 @@ nothing under them are the page's furniture: :func:`drop_article_tail` drops the
 marked as articles. Code and tables stay; when those lines are a good part of the page
 (:data:`TAIL_SHARE`), they are its content (a list of award winners) and stay too.
 
+A photo's caption and credit are not the text either; where the markup does not say
+so (no ``<figcaption>``), the credit does: :func:`drop_credits` drops the short blocks
+that carry one ("Foto: dpa", "Photograph by ...", "© Getty Images").
+
 A single-page extractor cannot tell the site's sidebar promo or its "about us" blurb
 from content; a crawler sees them on page after page. Each page's markdown is split
 into blocks (fenced code kept whole); a paragraph, list or quote already seen on at
@@ -86,6 +90,30 @@ def drop_repeats(markdown: str) -> str:
         kept.append(block)
     end_run()
     return "\n\n".join(kept) + "\n" if kept else ""
+
+
+CREDIT_WORDS = 25  # a caption with its credit; a paragraph that names one is text
+_CREDIT = re.compile(
+    r"\b(?:Fotos?|Bild(?:er)?|Photos?|Image|Credits?|Crédits? photos?)\s*:"
+    r"|\bPhotograph by\b|©|\bGetty Images\b|\biStock",
+    re.IGNORECASE,
+)
+
+
+def drop_credits(markdown: str) -> str:
+    """``markdown`` without the short blocks that credit a photo (and so are its caption)."""
+    blocks = split_blocks(markdown)
+    kept = [
+        block
+        for i, block in enumerate(blocks)
+        if not i
+        or not _judged(block)
+        or len(block.split()) > CREDIT_WORDS
+        or not _CREDIT.search(block)
+    ]
+    if len(kept) == len(blocks):
+        return markdown
+    return "\n\n".join(kept) + "\n"
 
 
 TAIL_PARAGRAPH = 20  # words of a block that is the story's text

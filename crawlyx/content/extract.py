@@ -29,7 +29,7 @@ from collections import Counter
 
 from lxml import etree
 
-from crawlyx.content.boilerplate import drop_article_tail, drop_repeats
+from crawlyx.content.boilerplate import drop_article_tail, drop_credits, drop_repeats
 from crawlyx.content.markdown import element_to_markdown, html_to_markdown
 from crawlyx.content.markdown.tree import parse
 
@@ -742,6 +742,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
         return ""
     href = base.get("href") if base is not None else None
     markdown = drop_repeats(element_to_markdown(root, url, links, href))
+    if page_type != "documentation":  # where a figure's caption says what it shows
+        markdown = drop_credits(markdown)
     return drop_article_tail(markdown) if page_type == "article" else markdown
 
 
