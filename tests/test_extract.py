@@ -640,6 +640,20 @@ def test_a_lead_beside_the_body_comes_with_it():
     assert "[Berlin]" not in out
 
 
+def test_a_lead_named_so_comes_with_the_body_wherever_it_sits():
+    # No h1 to start from: the subtitle sits in a header block of its own, the story in a
+    # column far below. Its class says what it is.
+    page = (
+        "<html><body><div class='top'><div class='entry__header'><p class='entry__subtitle'>"
+        "Temperatures will drop by ten degrees within a few hours, forecasters say.</p>"
+        "</div></div><div class='main'><div class='entry'>"
+        f"{STORY}{STORY.replace('Part', 'Step')}</div></div></body></html>"
+    )
+    out = page_markdown(page, "https://news.example/cold")
+    assert out.startswith("Temperatures will drop by ten degrees")
+    assert "Step 7 of the guide" in out
+
+
 def test_an_article_s_own_header_keeps_its_lead():
     page = (
         "<html><body><header class='site-header'><a href='/'>Home</a></header><main>"

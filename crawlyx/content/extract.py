@@ -83,6 +83,12 @@ _JSON_LD = '//script[@type="application/ld+json"]'
 # Hidden blocks that a reader opens.
 _PANEL = re.compile(r"tab|panel|accordion|collaps|expand|toggle|answer", re.IGNORECASE)
 _ACCORDION = re.compile(r"accordion", re.IGNORECASE)
+# A lead, a standfirst, a subtitle: the summary a story opens with, however marked up.
+_LEAD = re.compile(
+    r"(?<![a-z])(?:lead|subtitle|sub-?headline|summary|intro|standfirst|vorspann|excerpt|"
+    r"abstract|deck|dek)(?![a-z])",
+    re.IGNORECASE,
+)
 # A documentation generator's table of contents (Sphinx's toctree, a local contents).
 _TABLE_OF_CONTENTS = re.compile(r"toctree|\bcontents\b")
 # Asides that belong to the text: footnotes, admonitions, callouts.
@@ -633,22 +639,32 @@ def _drop_link_lists(root, stats) -> None:
 
 def _with_lead(body, root, stats):
     """The content with the page's heading and lead when they sit apart from it: a page
-    header with the h1 and a summary paragraph, the body in a column of its own. The
-    paragraphs of prose between the first h1 and the content, shorter than the content
-    together, come first, under that h1."""
+    header with the h1 and a summary, the body in a column of its own. The paragraphs of
+    prose between the first h1 and the content, and the blocks above it named as a lead
+    ("subtitle", "standfirst", "Vorspann"), shorter than the content together, come
+    first, under that h1."""
     h1 = None
     leads: list = []
-    for el in body.iter("h1", "p", root.tag):
+    taken: set = set(root.iterancestors())  # the content's own wrappers, and the leads'
+    for el in body.iter():
         if el is root:
             break
-        if h1 is None:
-            h1 = el if el.tag == "h1" else None
-        elif el.tag == "p" and h1 not in el.iterancestors() and _prose(el, stats):
+        if not isinstance(el.tag, str) or el in taken:
+            continue
+        if h1 is None and el.tag == "h1":
+            h1 = el
+        elif _prose(el, stats) and (
+            (el.tag == "p" and h1 is not None)
+            or (_LEAD.search(el.get("class", "")) and el.find(".//h1") is None)
+        ):
             leads.append(el)
+            taken.update(el.iter())
     if not leads or sum(stats[p][0] for p in leads) > stats[root][0]:
         return root
     wrapper = etree.Element("div")
-    wrapper.extend([h1, *leads, root])
+    if h1 is not None:
+        wrapper.append(h1)
+    wrapper.extend([*leads, root])
     return wrapper
 
 
