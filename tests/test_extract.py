@@ -443,6 +443,17 @@ def test_links_drawn_as_buttons_are_controls():
     assert "Join the allotment society today" in out
 
 
+def test_a_highlighter_s_comment_spans_stay_in_the_code():
+    code = (
+        "<pre><code class='language-bash'><span class='hljs-comment'># start a repository"
+        "</span>\ngit init\n<span class='hljs-comment'># see what changed</span>\ngit status"
+        "</code></pre>"
+    )
+    page = f"<html><body><main><h1>Git in brief</h1>{STORY}{code}</main></body></html>"
+    out = page_markdown(page, "https://blog.example/git")
+    assert "# start a repository\ngit init\n# see what changed\ngit status" in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

@@ -123,6 +123,7 @@ _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LEAVES = _HEADINGS | {"p", "pre"}
+_CODE = frozenset({"pre", "code"})
 _LISTS = frozenset({"ul", "ol", "dl"})
 # Shares of the text that decide: the child the container search descends into, the
 # containers of one boilerplate name that are content after all, the link lists that are.
@@ -462,6 +463,8 @@ def _prune_named(body, page_type: str | None, kept: set) -> bool:
         if el in kept:
             walk.append((iter(el), True))
             continue
+        if el.tag in _CODE:
+            continue  # a highlighter's "hljs-comment" is the code's own
         if el.tag in prose_tags and not inside_kept and _prose(el, stats) >= PROSE_WORDS:
             article += stats[el][0]
         if (el.tag in _CONTAINERS or "-" in el.tag) and _judged(_judged_names(el), page_type):
