@@ -454,6 +454,20 @@ def test_a_highlighter_s_comment_spans_stay_in_the_code():
     assert "# start a repository\ngit init\n# see what changed\ngit status" in out
 
 
+def test_a_teaser_paragraph_is_the_story_s_lead():
+    # A CMS names the story's lead paragraph its "teaser"; a teaser box of other stories
+    # is still boilerplate.
+    page = (
+        "<html><body><main><h1>Garden guide</h1><p class='article-teaser'>Spring is the "
+        f"time to start a vegetable garden, and it takes less than you think.</p>{STORY}"
+        "<div class='teaser-box'><p>Read next: pruning roses in winter without harming "
+        "the plant.</p></div></main></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "it takes less than you think" in out
+    assert "pruning roses" not in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

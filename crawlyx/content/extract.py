@@ -184,11 +184,14 @@ def _names(el) -> str:
 def _judged_names(el) -> str:
     """The class and id of a container; a section's id is the slug of its heading
     ("cookies", "migrating-to-2-x"): it names the section's subject, not its role. An
-    article's own ``<header>`` ("entry-header": its title and lead) is not judged."""
+    article's own ``<header>`` ("entry-header": its title and lead) and a teaser
+    paragraph (a CMS's name for the lead) are not judged."""
     if el.tag == "header" and _inside(el, ("article", "main")) is not None:
         return ""
     if el.tag == "section" or "section" in el.get("class", "").split():
         return el.get("class", "")
+    if el.tag == "p" and "teaser" in _names(el).lower():
+        return ""  # a paragraph that is a story's teaser is its lead, not a teaser box
     if "-" in el.tag:  # a custom element's name says what it is: "site-nav", "pp-header"
         return f"{el.tag} {_names(el)}"
     return _names(el)
