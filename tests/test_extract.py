@@ -468,6 +468,17 @@ def test_a_teaser_paragraph_is_the_story_s_lead():
     assert "pruning roses" not in out
 
 
+def test_a_table_is_data_whatever_its_class_says():
+    rows = "".join(f"<tr><td>Team {i}</td><td>{30 - i} points</td></tr>" for i in range(12))
+    page = (
+        "<html><body><main><h1>League table</h1><p>The standings after the last round of "
+        f"the season, with the points each team won.</p>{STORY}"
+        f"<table class='wikitable sortable sticky-header'>{rows}</table></main></body></html>"
+    )
+    out = page_markdown(page, "https://sport.example/league")
+    assert "| Team 11 | 19 points |" in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

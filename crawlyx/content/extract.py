@@ -111,9 +111,10 @@ _SCREEN_READER = re.compile(
     r"\b(?:sr-only|visually-hidden|visuallyhidden|screen-reader-text|a11y-hidden)\b"
 )
 # Boilerplate is judged by name on containers (and custom elements) only: a heading or a
-# paragraph is content whatever its class says ("anchorWithStickyNavbar" on a docs heading).
+# paragraph is content whatever its class says ("anchorWithStickyNavbar" on a docs heading),
+# and so is a table, which is data ("sortable sticky-header", "ingredients table-header").
 _CONTAINERS = frozenset(
-    {"div", "section", "span", "ul", "ol", "dl", "table", "figure", "form", "header", "p"}
+    {"div", "section", "span", "ul", "ol", "dl", "figure", "form", "header", "p"}
 )
 # Permalink anchors beside headings: "¶", "#", "§", a link icon, or nothing.
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
