@@ -479,6 +479,20 @@ def test_a_table_is_data_whatever_its_class_says():
     assert "| Team 11 | 19 points |" in out
 
 
+def test_a_block_s_own_header_is_not_the_site_s():
+    # "category-header", "listicle-header": the header of a part of the page, with its
+    # intro. "header-top" and "site-header" are the site's.
+    page = (
+        "<html><body><div class='header-top'><p>Free delivery on orders over fifty euros, "
+        "every day of the week.</p></div><main><h1>Garden guide</h1>"
+        "<div class='listicle-header'><p>Ten steps to a vegetable garden that feeds a family "
+        f"of four from June to October.</p></div>{STORY}</main></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "feeds a family of four" in out
+    assert "Free delivery" not in out
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

@@ -55,7 +55,7 @@ _BOILERPLATE = re.compile(
     r"author-box|author-info|\bbio\b|feedback|helpful|\bvotes?\b|noprint|editsection|"
     r"user-?(?:info|card|details|extras|stats)|usercard|postprofile|poster-?info|"
     r"signature|avatar|reflist|mw-references|wp-caption-text|copyright|"
-    r"\bnav\b|footer|\bheader\b)",
+    r"\bnav\b|footer|(?<![\w-])header\b)",  # "header-top", not "category-header"
     re.IGNORECASE,
 )
 # Customer reviews, boilerplate on a product page; comments, the posts of a thread; and
