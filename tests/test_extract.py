@@ -493,6 +493,25 @@ def test_a_block_s_own_header_is_not_the_site_s():
     assert "Free delivery" not in out
 
 
+def test_a_carousel_is_content_but_on_a_product_page():
+    # A service page's testimonials are a carousel; a product page's carousel shows other
+    # products.
+    quotes = "".join(
+        f"<div class='slide'><p>Client {i} says the garden design team planned the beds, "
+        f"laid the paths and finished on time and on budget.</p></div>"
+        for i in range(3)
+    )
+    carousel = f"<div class='owl-carousel testimonial-carousel'>{quotes}</div>"
+    page = f"<html><body><main><h1>Garden design</h1>{STORY}{carousel}</main></body></html>"
+    assert "Client 2 says" in page_markdown(page, "https://garden.example/design")
+    product = page.replace(
+        "<html>",
+        "<html><head><script type='application/ld+json'>"
+        '{"@type": "Product", "name": "Garden design"}</script></head>',
+    )
+    assert "Client 2 says" not in page_markdown(product, "https://garden.example/design")
+
+
 def test_a_post_served_in_noscript_is_kept():
     # A blog platform draws the post with a script (its text in the script) and serves it
     # to clients without JavaScript in <noscript>: that copy is the content.

@@ -50,7 +50,7 @@ _BOILERPLATE = re.compile(
     r"advert|\bads?\b|ad-slot|adslot|sponsor|promo|popup|modal|pagination|pager|"
     r"toolbar|skip-link|site-header|site-footer|global-header|global-footer|"
     r"most-read|trending|popular|outbrain|taboola|author-bio|about-author|\btags?\b|"
-    r"rating|reviews?-widget|carousel|teaser|toc\b|table-of-contents|on-this-page|"
+    r"rating|reviews?-widget|teaser|toc\b|table-of-contents|on-this-page|"
     r"byline|reading-time|read-time|post-meta|entry-meta|article-meta|author-card|"
     r"author-box|author-info|\bbio\b|feedback|helpful|\bvotes?\b|noprint|editsection|"
     r"user-?(?:info|card|details|extras|stats)|usercard|postprofile|poster-?info|"
@@ -62,6 +62,9 @@ _BOILERPLATE = re.compile(
 # how a page says it is either.
 _REVIEWS = re.compile(r"(?<![a-z])reviews?(?![a-rt-z])", re.IGNORECASE)
 _COMMENTS = re.compile(r"comment", re.IGNORECASE)
+# On a product page its reviews, and the carousels of other products ("you may also
+# like"); elsewhere a carousel holds the page's own slides (features, testimonials).
+_PRODUCT_EXTRAS = re.compile(rf"{_REVIEWS.pattern}|carousel", re.IGNORECASE)
 
 
 def _ld_type(names: str) -> re.Pattern:
@@ -378,7 +381,7 @@ def _judged(names: str, page_type: str | None) -> bool:
     if page_type == "discussion" and _COMMENTS.search(names):
         return False
     return _boilerplate_name(names) or (
-        page_type == "product" and _REVIEWS.search(names) is not None
+        page_type == "product" and _PRODUCT_EXTRAS.search(names) is not None
     )
 
 
