@@ -371,6 +371,24 @@ def test_what_a_kept_named_container_holds_is_judged_too():
     assert "Another story" not in out and "weekly newsletter" not in out
 
 
+def test_comments_go_when_the_article_is_inside_a_kept_layout():
+    # The layout is named after its sidebar and kept, being the page; the article and its
+    # comments are both inside it. The article's prose counts, so the comments, longer
+    # than it, are not taken for the page's content.
+    comment = (
+        "<li class='comment'><p>Thanks for this, I tried it in my own garden last summer and "
+        "the beans did much better than the year before.</p></li>"
+    )
+    page = (
+        "<html><body><div class='content-sidebar-wrap'><main><h1>Garden guide</h1>"
+        f"{STORY}<div class='entry-comments' id='comments'><ol>{40 * comment}</ol></div>"
+        "</main></div></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "Part 7 of the guide" in out
+    assert "beans did much better" not in out
+
+
 def test_a_custom_element_is_judged_by_its_name():
     footer = (
         "<site-footer><p>Garden Weekly is published by the allotment society of the old "

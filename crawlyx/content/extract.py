@@ -456,28 +456,28 @@ def _prune_named(body, page_type: str | None, kept: set) -> bool:
     stats = _measure(body)
     total = max(stats[body][0], 1)
     groups: dict[str, list] = {}
-    article = 0  # words of prose outside every named container: an article comments follow
+    # Words of prose outside the named containers judged now (a kept one's prose is the
+    # page's): an article, which comments follow.
+    article = 0
     prose_tags = ("p", "li") if page_type == "article" else ("p",)  # a how-to's steps too
-    walk = [(iter(body), False)]  # document order, not below a named container
+    walk = [iter(body)]  # document order, not below a named container
     while walk:
-        children, inside_kept = walk[-1]
-        el = next(children, None)
+        el = next(walk[-1], None)
         if el is None:
             walk.pop()
             continue
-        if not isinstance(el.tag, str):
-            continue
-        if el in kept:
-            walk.append((iter(el), True))
-            continue
-        if el.tag in _CODE:
+        if not isinstance(el.tag, str) or el.tag in _CODE:
             continue  # a highlighter's "hljs-comment" is the code's own
-        if el.tag in prose_tags and not inside_kept and _prose(el, stats) >= PROSE_WORDS:
+        if el.tag in prose_tags and _prose(el, stats) >= PROSE_WORDS:
             article += stats[el][0]
-        if (el.tag in _CONTAINERS or "-" in el.tag) and _judged(_judged_names(el), page_type):
+        if (
+            el not in kept
+            and (el.tag in _CONTAINERS or "-" in el.tag)
+            and _judged(_judged_names(el), page_type)
+        ):
             groups.setdefault(el.get("class") or el.get("id") or el.tag, []).append(el)
             continue  # judged with its container
-        walk.append((iter(el), inside_kept))
+        walk.append(iter(el))
     text = total - stats[body][1]
 
     def content(group) -> bool:
