@@ -389,6 +389,37 @@ def test_comments_go_when_the_article_is_inside_a_kept_layout():
     assert "beans did much better" not in out
 
 
+def _cards(hrefs):
+    cards = (
+        f"<div class='card card-{i}'><h3><a href='{href}'>Another garden story, number {i}</a>"
+        "</h3><p>How a neighbour grew beans up a fence and what the snails made of it.</p></div>"
+        for i, href in enumerate(hrefs)
+    )
+    return f"<div class='cards'>{''.join(cards)}</div>"
+
+
+def test_teaser_cards_after_the_article_go():
+    # Cards that tease the site's other stories, in the story's own column and long enough
+    # together to keep the container search from passing them by.
+    own = ["/stories/beans", "https://garden.example/stories/snails", "../stories/fences"] * 2
+    page = (
+        "<html><body><div class='col'><h1>Garden guide</h1>"
+        f"{STORY}<h2>More from the blog</h2>{_cards(own)}</div></body></html>"
+    )
+    out = page_markdown(page, "https://www.garden.example/guide")
+    assert "Part 7 of the guide" in out
+    assert "Another garden story" not in out and "More from the blog" not in out
+    # Cards that lead to another site (a roundup of products) or into the page (an
+    # accordion's questions) are the text's own.
+    for hrefs in (["https://shop.example/beans"] * 6, ["#q1", "#q2", "#q3"] * 2):
+        out = page_markdown(page.replace(_cards(own), _cards(hrefs)), "https://garden.example/")
+        assert "Another garden story, number 5" in out and "More from the blog" in out
+    # Before an article's worth of prose, cards are the page's (a listing's items).
+    listing = page.replace(STORY, STORY[: STORY.index("Part 2")])
+    out = page_markdown(listing, "https://garden.example/guide")
+    assert "Another garden story, number 5" in out
+
+
 def test_a_custom_element_is_judged_by_its_name():
     footer = (
         "<site-footer><p>Garden Weekly is published by the allotment society of the old "

@@ -15,7 +15,8 @@ Policy, in order:
    would be left behind. A grid of linked items above it (product cards, results) is the
    content instead when its items show prices or it holds twice the container's words.
 3. Inside it, drop rails of links, unless they are most of it, a table of contents, or
-   announced by the paragraph before them ("The following plugins are included:").
+   announced by the paragraph before them ("The following plugins are included:"), and
+   the cards that tease the site's other pages once an article has been read.
 4. The page's title is the top heading, exactly once; a block shown twice is said once.
 
 The chosen subtree is converted by :mod:`crawlyx.content.markdown`. Blocks that repeat across
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 
@@ -144,6 +146,9 @@ LEAD_SHARE = 0.1
 # A grid of items: this many of one kind at least, holding this share of the page's words.
 GRID_ITEMS = 8
 GRID_SHARE = 0.3
+# Teaser cards: this many of one kind at least, each a linked title and a line or two.
+TEASER_CARDS = 3
+TEASER_WORDS = 100
 _PRICE = re.compile(r"[$£€¥]\s?\d|\d\s?(?:[$£€]|EUR\b|USD\b)")
 
 
@@ -647,6 +652,83 @@ def _drop_link_lists(root, stats) -> None:
         _drop(el)
 
 
+def _drop_teasers(root, stats, url: str) -> None:
+    """Step 3, continued: the cards that tease the site's other pages once an article's
+    worth of prose has been read ("More stories", "From the blog"): a row of at least
+    :data:`TEASER_CARDS` blocks of one kind, each opening with a link and short, whose
+    links all lead to other pages of the site. Cards that link elsewhere (a roundup of
+    products to buy) or into the page (an accordion's questions) are the text's own, and
+    cards that are most of the content are the content (a listing)."""
+    site = _site(url)
+    found: list = []
+    prose = 0
+    for el in root.iter():
+        if not isinstance(el.tag, str) or any(a in found for a in el.iterancestors()):
+            continue
+        if el.tag == "p":
+            prose += _prose(el, stats)
+        elif prose >= ARTICLE_WORDS and len(el) >= TEASER_CARDS and _teasers(el, stats, url, site):
+            found.append(el)
+    if found and sum(stats[el][0] for el in found) < 0.5 * stats[root][0]:
+        for el in found:
+            heading = el.getprevious()
+            if heading is not None and heading.tag in _HEADINGS:
+                _drop(heading)  # "More from the blog"
+            _drop(el)
+
+
+def _teasers(el, stats, url: str, site: str) -> bool:
+    """``el`` holds a row of teaser cards (see :func:`_drop_teasers`)."""
+    kinds = Counter(_kind(c) for c in el if isinstance(c.tag, str))
+    if not kinds:
+        return False
+    (tag, name), count = kinds.most_common(1)[0]
+    if count < TEASER_CARDS or tag not in ("div", "article", "section") or not name:
+        return False
+    cards = [c for c in el if isinstance(c.tag, str) and _kind(c) == (tag, name)]
+    teasers = sum(
+        0 < stats[c][0] <= TEASER_WORDS
+        and stats[c][1] >= 2
+        and _opens_with_link(c)
+        and _links_within(c, url, site)
+        for c in cards
+    )
+    return teasers >= 0.8 * len(cards)
+
+
+def _kind(el) -> tuple:
+    """A card's tag and first class: "card card--featured" is one of the "card"s."""
+    names = el.get("class", "").split()
+    return el.tag, names[0] if names else None
+
+
+def _opens_with_link(el) -> bool:
+    """The first text in ``el`` is a link's: a card's title."""
+    for node in el.iter():
+        if isinstance(node.tag, str) and node.text and node.text.strip():
+            return node.tag == "a" or _inside(node, ("a",)) is not None
+    return False
+
+
+def _site(url: str) -> str:
+    host = urlsplit(url).hostname or ""
+    return host.removeprefix("www.")
+
+
+def _links_within(el, url: str, site: str) -> bool:
+    """Every link in ``el`` leads to another page of ``site``."""
+    links = [a.get("href", "").strip() for a in el.iter("a")]
+    for href in links:
+        if not href or href.startswith(("#", "javascript:")):
+            return False
+        try:
+            if _site(urljoin(url, href)) != site:
+                return False
+        except ValueError:
+            return False
+    return bool(links)
+
+
 def _with_lead(body, root, stats):
     """The content with the page's heading and lead when they sit apart from it: a page
     header with the h1 and a summary, the body in a column of its own. The paragraphs of
@@ -763,6 +845,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     stats = _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_link_lists(root, stats)
+    _drop_teasers(root, stats, url)
     root = _ensure_title(_with_lead(body, root, stats), title)
     if _title_only(root):
         return ""
