@@ -8,6 +8,7 @@ from crawlyx.content.boilerplate import (
     block_keys,
     drop_article_tail,
     drop_credits,
+    drop_other_products,
     drop_repeats,
     split_blocks,
 )
@@ -126,3 +127,21 @@ def test_blocks_that_credit_a_photo_go():
     # The title stays whatever it says; a page without credits comes back as it was.
     assert drop_credits("# Photo: a week in pictures\n") == "# Photo: a week in pictures\n"
     assert drop_credits(f"# Bridge\n\n{text}\n") == f"# Bridge\n\n{text}\n"
+
+
+def test_a_product_page_s_sections_about_other_products_go():
+    page = (
+        "## People who viewed this item also viewed\n\n### Brass desk lamp\n\n$40\n\n"
+        "# Walnut desk lamp\n\nA lamp turned from one piece of walnut.\n\n"
+        "## Specifications\n\n- Height: 42 cm\n\n"
+        "## Similar items\n\n- [Oak lamp](/oak) $55\n\n### Pine lamp\n\n$30\n\n"
+        "## Shipping\n\nShips in two days.\n"
+    )
+    out = drop_other_products(page)
+    assert out == (
+        "# Walnut desk lamp\n\nA lamp turned from one piece of walnut.\n\n"
+        "## Specifications\n\n- Height: 42 cm\n\n## Shipping\n\nShips in two days.\n"
+    )
+    # The title is the product's whatever it says.
+    title = "# Related Designs walnut lamp\n\nA lamp turned from walnut.\n"
+    assert drop_other_products(title) == title

@@ -420,6 +420,26 @@ def test_teaser_cards_after_the_article_go():
     assert "Another garden story, number 5" in out
 
 
+def test_a_product_page_s_other_products_go_by_their_heading():
+    # Only on a product page: elsewhere "Related work" is a section of the text.
+    others = "".join(
+        f"<li><h3><a href='/itm/{i}'>Brass desk lamp {i}</a></h3><p>A lamp with a long "
+        "arm, posted in its box from a smoke-free home.</p></li>"
+        for i in range(4)
+    )
+    page = (
+        '<html><head><script type=\'application/ld+json\'>{"@type": "Product"}</script>'
+        "</head><body><main><h1>Walnut desk lamp</h1><p>A lamp turned from one piece of "
+        "walnut, with a linen shade and a cloth cable two metres long.</p>"
+        f"<h2>Similar items</h2><ul>{others}</ul></main></body></html>"
+    )
+    out = page_markdown(page, "https://shop.example/itm/1")
+    assert "one piece of walnut" in out
+    assert "Similar items" not in out and "Brass desk lamp" not in out
+    plain = page.replace('"Product"', '"WebPage"')
+    assert "Brass desk lamp 3" in page_markdown(plain, "https://shop.example/itm/1")
+
+
 def test_a_custom_element_is_judged_by_its_name():
     footer = (
         "<site-footer><p>Garden Weekly is published by the allotment society of the old "

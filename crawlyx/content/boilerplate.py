@@ -17,6 +17,10 @@ A photo's caption and credit are not the text either; where the markup does not 
 so (no ``<figcaption>``), the credit does: :func:`drop_credits` drops the short blocks
 that carry one ("Foto: dpa", "Photograph by ...", "© Getty Images").
 
+A product page shows other products too, under headings that say so ("Similar items",
+"Customers who viewed this item also viewed"): :func:`drop_other_products` drops those
+sections, each heading with what it heads.
+
 A single-page extractor cannot tell the site's sidebar promo or its "about us" blurb
 from content; a crawler sees them on page after page. Each page's markdown is split
 into blocks (fenced code kept whole); a paragraph, list or quote already seen on at
@@ -152,6 +156,31 @@ def _furniture(block: str) -> bool:
     if len(words) > TAIL_LINE or not _judged(block):
         return False
     return len(words) < 2 or not _SENTENCE_END.search(block)
+
+
+# A heading over other products than the page's, at its start.
+_OTHER_PRODUCTS = re.compile(
+    r"#+\s+[*_\[]*(?:similar|related|recommended|more from|"
+    r"you (?:may|might|will) (?:also )?(?:like|love|enjoy)|"
+    r"(?:people|customers) (?:who|also)|explore related|frequently bought)\b",
+    re.IGNORECASE,
+)
+
+
+def drop_other_products(markdown: str) -> str:
+    """A product page's ``markdown`` without the sections about other products."""
+    kept: list[str] = []
+    level = 0  # of the heading over the section being dropped; 0 when none is
+    for block in split_blocks(markdown):
+        if block.startswith("#"):
+            depth = len(block) - len(block.lstrip("#"))
+            if level and depth <= level:
+                level = 0  # the next section of the page's own
+            if not level and depth > 1 and _OTHER_PRODUCTS.match(block):  # not the title
+                level = depth
+        if not level:
+            kept.append(block)
+    return "\n\n".join(kept) + "\n" if kept else ""
 
 
 def _judged(block: str) -> bool:

@@ -31,7 +31,12 @@ from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 
-from crawlyx.content.boilerplate import drop_article_tail, drop_credits, drop_repeats
+from crawlyx.content.boilerplate import (
+    drop_article_tail,
+    drop_credits,
+    drop_other_products,
+    drop_repeats,
+)
 from crawlyx.content.markdown import element_to_markdown, html_to_markdown
 from crawlyx.content.markdown.tree import parse
 
@@ -853,6 +858,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     markdown = drop_repeats(element_to_markdown(root, url, links, href))
     if page_type != "documentation":  # where a figure's caption says what it shows
         markdown = drop_credits(markdown)
+    if page_type == "product":
+        return drop_other_products(markdown)
     return drop_article_tail(markdown) if page_type == "article" else markdown
 
 
