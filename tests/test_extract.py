@@ -269,6 +269,13 @@ def test_a_grid_of_products_below_an_article_is_not_the_content():
     out = page_markdown(listing, "https://garden.example/trowels")
     assert "Garden trowel model 11 Stainless steel blade, ash handle $111.99" in out
     assert "Part 0 of the guide" not in out
+    # Below a line of introduction, shorter than a lead, the grid is the content too.
+    intro = (
+        "<html><body><main><h1>Trowels</h1><div class='intro'><p>Every trowel we sell, "
+        f"tested in our own beds.</p></div><div class='cards'>{cards}</div></main></body></html>"
+    )
+    out = page_markdown(intro, "https://garden.example/trowels")
+    assert "tested in our own beds" in out and "Garden trowel model 11" in out
 
 
 def test_a_carousel_shown_twice_is_said_once():

@@ -560,14 +560,16 @@ def _listing(body, stats, container):
     so it passes over a grid whose cards are links and settles on the shop's blurb below
     it, or on a disclaimer. The largest grid of linked items (:func:`_grid`) above the
     container is the content instead when its items show prices or it holds twice the
-    container's words."""
+    container's words; so is a grid below a container shorter than a lead (a listing's
+    line of introduction, which comes with the grid as its lead)."""
     found = _grid(body, stats)
     if found is None:
         return container
     grid, items, words = found
     if container in grid.iterancestors() or grid in container.iterancestors():
         return container  # one holds the other
-    if next(el for el in body.iter() if el is grid or el is container) is container:
+    first = next(el for el in body.iter() if el is grid or el is container)
+    if first is container and stats[container][0] >= LEAD_WORDS:
         return container  # the content comes first, the grid is a rail below it
     priced = sum(_PRICE.search(_text(item)) is not None for item in items)
     return grid if priced >= len(items) / 2 or words >= 2 * stats[container][0] else container
