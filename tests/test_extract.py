@@ -447,6 +447,22 @@ def test_a_product_page_s_other_products_go_by_their_heading():
     assert "Brass desk lamp 3" in page_markdown(plain, "https://shop.example/itm/1")
 
 
+def test_a_link_hidden_from_screen_readers_only_is_read():
+    # A card's excerpt links where its title does, marked aria-hidden as a repeat; an icon
+    # marked so is decoration.
+    cards = "".join(
+        f"<article class='river'><h2><a href='/a/{i}'>Headphones news number {i}</a></h2>"
+        f"<p><a href='/a/{i}' aria-hidden='true' tabindex='-1'>The excerpt of story {i}, "
+        "on new colours for the wireless headphones.</a></p>"
+        "<span class='icon' aria-hidden='true'>Share icon</span></article>"
+        for i in range(6)
+    )
+    page = f"<html><body><main><h1>Headphones</h1>{cards}</main></body></html>"
+    out = page_markdown(page, "https://news.example/topic/headphones")
+    assert "The excerpt of story 5, on new colours" in out
+    assert "Share icon" not in out
+
+
 def test_a_custom_element_is_judged_by_its_name():
     footer = (
         "<site-footer><p>Garden Weekly is published by the allotment society of the old "

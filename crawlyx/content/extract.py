@@ -221,7 +221,9 @@ def _boilerplate_name(names: str) -> bool:
 
 
 def _is_hidden(el) -> bool:
-    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
+    """Hidden from the reader. A link hidden from screen readers only is a second link to
+    where another goes (a card's excerpt beside its title): the eye sees its text."""
+    if el.get("hidden") is not None or (el.get("aria-hidden") == "true" and el.tag != "a"):
         return True
     style = el.get("style")
     if style and _HIDDEN_STYLE.search(style):
