@@ -325,6 +325,15 @@ def test_dropped_elements_and_their_content_are_absent():
     assert md(html) == "keep1\n\nkeep2\n"
 
 
+def test_a_ruby_s_reading_aid_is_not_text():
+    # Furigana over kanji: the text reads 虐待を禁止, not 虐待ぎゃくたいを禁止きんし.
+    html = (
+        "<p><ruby>虐待<rp>(</rp><rt>ぎゃくたい</rt><rp>)</rp></ruby>を"
+        "<ruby>禁止<rt>きんし</rt></ruby></p>"
+    )
+    assert md(html) == "虐待を禁止\n"
+
+
 def test_unknown_custom_elements_keep_their_text():
     html = "<my-card><p>inside custom</p></my-card><x-label>label</x-label><soup>s</soup>"
     assert md(html) == "inside custom\n\nlabels\n"

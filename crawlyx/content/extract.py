@@ -42,7 +42,7 @@ from crawlyx.content.markdown.tree import parse
 
 NEVER_CONTENT = (
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object",
-    "button", "select", "textarea", "input", "dialog", "menu", "label",
+    "button", "select", "textarea", "input", "dialog", "menu", "label", "rt", "rp",
 )  # fmt: skip
 CHROME_TAGS = ("nav", "aside", "footer")
 CHROME_ROLES = {

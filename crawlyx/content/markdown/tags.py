@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-# Elements dropped together with their content.  <embed> is void in HTML5 and has no
-# content of its own, but libxml2 (2.14) does not know it is void and nests the following
-# siblings inside it, so it is left transparent (it produces no text itself) rather than
-# dropped with everything after it.
+# Elements dropped together with their content; a ruby's annotation (<rt>, and the <rp>
+# parentheses around it) is a reading aid printed above the text, not words of it.
+# <embed> is void in HTML5 and has no content of its own, but libxml2 (2.14) does not know
+# it is void and nests the following siblings inside it, so it is left transparent (it
+# produces no text itself) rather than dropped with everything after it.
 DROP_TAGS = frozenset(
     {
         "script",
@@ -19,6 +20,8 @@ DROP_TAGS = frozenset(
         "head",
         "title",
         "applet",
+        "rt",
+        "rp",
     }
 )
 
