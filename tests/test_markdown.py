@@ -320,6 +320,7 @@ def test_dropped_elements_and_their_content_are_absent():
         "<noscript>NOSCRIPT</noscript><template><p>TEMPLATE</p></template>"
         "<iframe src='x'>IFRAME</iframe><svg><text>SVG</text><title>SVGTITLE</title></svg>"
         "<canvas>CANVAS</canvas><object>OBJECT</object><embed src='x'>"
+        "<video src='v.mp4'><source src='v.webm'>VIDEO fallback</video><audio>AUDIO</audio>"
         "<!-- COMMENT --><p>keep2</p></body></html>"
     )
     assert md(html) == "keep1\n\nkeep2\n"
@@ -400,7 +401,7 @@ def test_no_html_tags_left():
         "<div class='wrap'><span style='x'>a</span> <font color=red>b</font> "
         "<abbr title='t'>c</abbr> <u>d</u> <mark>e</mark> <small>f</small> <sup>g</sup> "
         "<button>h</button> <label>i</label><input value='v'> <select><option>j</option>"
-        "</select> <video src='v.mp4'>k</video> <picture><source srcset='x'>"
+        "</select> <cite>k</cite> <picture><source srcset='x'>"
         "<img alt='x'></picture> <figure><img alt='l'></figure> "
         "<details><summary>m</summary>n</details> "
         "<dl><dt>o</dt><dd>p</dd></dl> <![CDATA[q]]> <?php echo 1 ?>"

@@ -42,7 +42,8 @@ from crawlyx.content.markdown.tree import parse
 
 NEVER_CONTENT = (
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object",
-    "button", "select", "textarea", "input", "dialog", "menu", "label", "rt", "rp",
+    "button", "select", "textarea", "input", "dialog", "menu", "label", "rt", "rp", "video",
+    "audio",
 )  # fmt: skip
 CHROME_TAGS = ("nav", "aside", "footer")
 CHROME_ROLES = {

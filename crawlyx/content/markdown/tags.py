@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 # Elements dropped together with their content; a ruby's annotation (<rt>, and the <rp>
-# parentheses around it) is a reading aid printed above the text, not words of it.
+# parentheses around it) is a reading aid printed above the text, not words of it, and
+# what a <video> or <audio> holds is shown only by browsers that cannot play it ("Your
+# browser does not support the video tag").
 # <embed> is void in HTML5 and has no content of its own, but libxml2 (2.14) does not know
 # it is void and nests the following siblings inside it, so it is left transparent (it
 # produces no text itself) rather than dropped with everything after it.
@@ -22,6 +24,8 @@ DROP_TAGS = frozenset(
         "applet",
         "rt",
         "rp",
+        "video",
+        "audio",
     }
 )
 
