@@ -13,7 +13,8 @@ Policy, in order:
 2. Find the container from the body down: into the child that holds most of the text
    outside links, until no child does, or a lead above it or a heading above a list
    would be left behind. A grid of linked items above it (product cards, results) is the
-   content instead when its items show prices or it holds twice the container's words.
+   content instead when its items show prices or it holds twice the container's words,
+   and so is one below it when it is only a line of introduction.
 3. Inside it, drop rails of links, unless they are most of it, a table of contents, or
    announced by the paragraph before them ("The following plugins are included:"), and
    the cards that tease the site's other pages once an article has been read.
