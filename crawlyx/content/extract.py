@@ -38,13 +38,13 @@ from crawlyx.content.boilerplate import (
     drop_other_products,
     drop_repeats,
 )
-from crawlyx.content.markdown import element_to_markdown, html_to_markdown
+from crawlyx.content.markdown import DROP_TAGS, element_to_markdown, html_to_markdown
 from crawlyx.content.markdown.tree import parse
 
+# What the converter never reads (scripts, styles, a ruby's reading aid, a video's
+# fallback...), and forms and controls.
 NEVER_CONTENT = (
-    "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object",
-    "button", "select", "textarea", "input", "dialog", "menu", "label", "rt", "rp", "video",
-    "audio",
+    *DROP_TAGS, "button", "select", "textarea", "input", "dialog", "menu", "label",
 )  # fmt: skip
 CHROME_TAGS = ("nav", "aside", "footer")
 CHROME_ROLES = {
