@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from base64 import b64encode
+from hashlib import sha256
 from urllib.parse import urljoin
 
 from crawlyx.content.boilerplate import block_keys
@@ -36,8 +37,9 @@ def analyze(
     text, for the links that have one), ``robots`` (name, content of robots meta tags:
     ``robots`` and ``*bot``), ``shell`` (see :func:`is_shell`), ``markdown`` and its
     ``blocks`` (:func:`crawlyx.content.boilerplate.block_keys`) of a page fetched from ``url``,
-    and the markdown's ``signature`` (:func:`crawlyx.urls.traps.content_signature`) if the
-    URL has a pattern (:func:`crawlyx.urls.traps.url_pattern`), else None. With
+    the markdown's ``digest`` (sha256, hex) and its ``signature``
+    (:func:`crawlyx.urls.traps.content_signature`) if the URL has a pattern
+    (:func:`crawlyx.urls.traps.url_pattern`), else None. With
     ``neardup``, ``neardup`` is the markdown's :func:`crawlyx.graph.neardup.signature`,
     base64 (the page stays plain data: it may travel in a request's meta).
 
@@ -61,10 +63,16 @@ def analyze(
         ]
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
     data["blocks"] = block_keys(data["markdown"])
+    data["digest"] = digest(data["markdown"])
     data["signature"] = content_signature(data["markdown"]) if url_pattern(url) else None
     if neardup:
         data["neardup"] = b64encode(signature(data["markdown"])).decode()
     return data
+
+
+def digest(markdown: str | None) -> str:
+    """The page registry's hash of a page's markdown (crawlyx.demand.recrawl)."""
+    return sha256((markdown or "").encode()).hexdigest()
 
 
 # An empty JavaScript shell: the HTML is a mount point and scripts that draw the page.

@@ -20,13 +20,14 @@ and logs the counterfactual histogram every CRAWLYX_DEMAND_STATS_INTERVAL.
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import logging
 import time
 
 from crawlyx import demand
 from crawlyx.demand.ladder import Histogram, ladder_for, step
 from crawlyx.demand.registry import Page, Registry, registry_state
+from crawlyx.frontier.core import crawl_core, retryable
 from crawlyx.frontier.state import crawl_state
 from crawlyx.urls.normalize import url_origin
 
@@ -47,6 +48,8 @@ class Recrawl:
         self.registries: dict[str, Registry] = {}
         self.histograms: dict[str, tuple[float, Histogram]] = {}
         self.logged_at: float | None = None  # when the rung histogram was last logged
+        self._rows: list[tuple] = []  # registry rows for the crawl core's next batch
+        self.core = None
 
     # -- the registry ---------------------------------------------------------------------
 
@@ -58,17 +61,67 @@ class Recrawl:
             registry = self.registries[site] = Registry.from_settings(state, site, self.settings)
         return registry
 
-    def fetched(self, url: str, markdown: str, facts: dict, now: float | None = None) -> bool:
-        """Record a page read from ``url`` (emitted, or unchanged): its rung moves if it
-        was due, and it is due again one interval from now. True when the page is new or
-        its markdown changed (one round trip: the crawl process records every page)."""
+    def fetched(self, url: str, digest: str, facts: dict, now: float | None = None):
+        """Record a page read from ``url`` (emitted, or unchanged) whose markdown hashes
+        to ``digest``: its rung moves if it was due, and it is due again one interval
+        from now. True when the page is new or its markdown changed: in a refresh run at
+        once (one round trip: what is emitted depends on it); otherwise the row goes with
+        the crawl core's next batch, and this is a future of the answer (every page is
+        emitted anyway: the markdown pipeline waits for it, off the reactor's path)."""
         now = time.time() if now is None else now
         self._step(url, now)
-        digest = hashlib.sha256((markdown or "").encode()).hexdigest()
         etag, modified = facts.get("etag") or "", facts.get("last_modified") or ""
-        changed = self.registry(url).fetched(url, now, digest, etag, modified)
+        registry = self.registry(url)
+        core = self._core()
+        if self.refresh or not core.live:
+            changed = registry.fetched(url, now, digest, etag, modified)
+            self._count(changed)
+            return changed
+        answer = asyncio.get_event_loop().create_future()
+        self._rows.append((answer, registry, url, now, digest, etag, modified))
+        core.wake()
+        return answer
+
+    def _count(self, changed) -> None:
         self.crawler.stats.inc_value(f"crawlyx/refresh/{'changed' if changed else 'unchanged'}")
-        return changed
+
+    def _core(self):
+        if self.core is None:
+            self.core = crawl_core(self.crawler)
+            self.core.register(self)
+        return self.core
+
+    def take(self):
+        """The crawl core's party: the registry rows of the pages read since the last batch."""
+        if not self._rows:
+            return None
+        rows, self._rows = self._rows, []
+        core = self.core
+
+        def commands(pipe) -> int:
+            for _, registry, *row in rows:
+                registry.fetched(*row, client=pipe, core=core)
+            return len(rows)
+
+        def handle(results) -> None:
+            if isinstance(results, Exception):
+                results = [results] * len(rows)
+            failed = []
+            for row, result in zip(rows, results, strict=True):
+                if retryable(result):
+                    failed.append(row)  # sent again with the next batch
+                    continue
+                if isinstance(result, Exception):
+                    logger.error("The page registry refused a row: %s", result)
+                    changed = True  # not known: said to have changed rather than not
+                else:
+                    changed = bool(result)
+                    self._count(changed)
+                if not row[0].done():
+                    row[0].set_result(changed)
+            self._rows[:0] = failed
+
+        return commands, handle
 
     def not_modified(self, url: str, facts: dict, now: float | None = None) -> None:
         """Record a 304 for ``url``: unchanged, due again one interval from now."""

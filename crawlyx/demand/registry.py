@@ -150,11 +150,17 @@ class Registry:
         content_hash: str = "",
         etag: str = "",
         last_modified: str = "",
-    ) -> bool:
+        client=None,
+        core=None,
+    ) -> bool | None:
         """Record a fetch of ``url`` at ``now``: a new page starts at the base interval;
-        the next-due time is ``now`` + its interval. True if the page is new or changed."""
+        the next-due time is ``now`` + its interval. True if the page is new or changed.
+        With a pipeline as ``client``, queued on it through the crawl ``core`` instead."""
         keys = [self.page_key(url), *self._site_keys()]
         args = [url, _num(now), _num(self.base), content_hash, etag, last_modified]
+        if core is not None:
+            core.script(client, self._fetched, keys, args)
+            return None
         return bool(self._fetched(keys=keys, args=args))
 
     def page(self, url: str) -> Page | None:

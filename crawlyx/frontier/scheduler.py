@@ -13,10 +13,12 @@ frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
 - a popped request is leased, and termination is "queue empty and nothing leased
   by a live process", never an idle timeout (its BRPOP-based idle wait freezes the
   reactor);
-- requests are popped a few at a time (one Redis round trip for :attr:`POP_BATCH`
-  requests); the ones not started yet go back to the front of the queue on close;
-- claims are sent with the process's next round trip to Redis rather than one each:
-  the links a page yields go in the same round trip as its lease's release;
+- requests are popped ahead of need, with the crawl core's batches
+  (:mod:`crawlyx.frontier.core`), so the engine takes them from memory and never waits
+  on Redis; the ones not started yet go back to the front of the queue on close;
+- claims and releases go with the core's next batch rather than one round trip each:
+  the links a page yields go in the same round trip as its lease's release, or an
+  earlier one;
 - Redis unreachable (restarting, stalled) pauses the crawl instead of ending it: a
   failed pop is "nothing to fetch now" while the engine is told requests are pending,
   and what could not be sent (claims, finished leases) goes with the next round trip;
@@ -42,7 +44,8 @@ logger = logging.getLogger(__name__)
 
 class Scheduler(RedisScheduler):
     HEARTBEAT_INTERVAL = 10.0
-    # Leased ahead of need. Small: while a request waits here no other process can have it.
+    # Requests leased ahead of need: the engine takes them from memory while the next
+    # ones are popped. Small: while a request waits here no other process can have it.
     POP_BATCH = 4
 
     def __init__(self, crawler):
@@ -53,6 +56,10 @@ class Scheduler(RedisScheduler):
         self.visited = None
         self._heartbeat = None
         self._popped: deque[tuple[str | None, bytes]] = deque()
+        self._asking = False  # a pop is on its way (with the core's next batch)
+        # The last pop found the queue empty: not asked again until something may have
+        # been queued (a claim of this process's, or the idle check finding some).
+        self._drained = False
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -62,6 +69,7 @@ class Scheduler(RedisScheduler):
         self.spider = spider
         self.visited = visited_table(self.crawler)
         self.server = self.visited.redis
+        self.visited.on_popped = self._arrived
         self._heartbeat = task.LoopingCall(self._beat)
         self._heartbeat.start(self.HEARTBEAT_INTERVAL, now=True)
         self.visited.retire_gone_neighbours()  # killed here: no need to wait for the TTL
@@ -91,7 +99,9 @@ class Scheduler(RedisScheduler):
             self._heartbeat.stop()
         if self.visited is not None:
             try:
-                self.visited.sync()  # claims not sent yet
+                if self.visited.core is not None:
+                    self.visited.core.drain()  # everything this process has pending
+                self.visited.sync()  # what Redis refused while draining
                 if self._popped:
                     self.visited.give_back(list(self._popped))
                     self._popped.clear()
@@ -117,6 +127,7 @@ class Scheduler(RedisScheduler):
     # -- in -----------------------------------------------------------------------
 
     def enqueue_request(self, request):
+        self._drained = False  # it may be queued: the next pop may find it
         lease = request.meta.pop(LEASE_META, None)
         if request.dont_filter:
             # A retry keeps the lease of the page it retries.
@@ -140,7 +151,7 @@ class Scheduler(RedisScheduler):
         self.stats.inc_value("crawlyx/frontier/redirected")
         payload = self._encode(request)
         if payload is None:
-            self.visited.done(lease)
+            self.visited.finish(lease)
             return False
         # Claimed in Redis even if this process knows the target: whether it was known
         # decides, atomically, whether the chain's hops are recorded.
@@ -153,7 +164,7 @@ class Scheduler(RedisScheduler):
             for url in loop:
                 self.spider.errors.record(url, "trap", detail, request.meta.get("crawlyx_referrer"))
         if loops:
-            self.visited.done(lease)
+            self.visited.finish(lease)
         return claimed
 
     def _claim(self, fp, request) -> bool:
@@ -173,7 +184,7 @@ class Scheduler(RedisScheduler):
         payload = self._encode(request)
         if payload is None:
             if fp is not None:
-                self.visited.done(fp)
+                self.visited.finish(fp)
             return False
         self.visited.push(fp, payload)
         self.stats.inc_value("crawlyx/frontier/enqueued")
@@ -199,14 +210,10 @@ class Scheduler(RedisScheduler):
             # The spider is done (max_pages): what is still queued stays for a resume.
             return None
         while True:
+            if len(self._popped) < self.POP_BATCH:
+                self._ask()
             if not self._popped:
-                try:
-                    self._popped.extend(self.visited.pop_many(self.POP_BATCH))
-                except REDIS_DOWN as exc:
-                    outage(self.stats, "popping requests", exc)
-                    return None  # nothing now; has_pending_requests keeps the crawl open
-                if not self._popped:
-                    return None
+                return None  # the engine is woken when the pop is answered
             fp, payload = self._popped.popleft()
             try:
                 request = queued.decode(payload, self.spider)
@@ -214,12 +221,38 @@ class Scheduler(RedisScheduler):
                 logger.error("Refusing a queue entry that is not a crawlyx request: %s", exc)
                 self.stats.inc_value("crawlyx/frontier/refused")
                 if fp is not None:
-                    self.visited.done(fp)
+                    self.visited.finish(fp)
                 continue
             if fp is not None:
                 request.meta[LEASE_META] = fp
             self.stats.inc_value("crawlyx/frontier/dequeued")
             return request
+
+    def _ask(self) -> None:
+        """Pop :attr:`POP_BATCH` more with the core's next batch."""
+        if self.visited.core is None:  # no core: a round trip now
+            try:
+                self._popped.extend(self.visited.pop_many(self.POP_BATCH))
+            except REDIS_DOWN as exc:
+                outage(self.stats, "popping requests", exc)
+            return
+        if not (self._asking or self._drained):
+            self._asking = True
+            self.visited.want(self.POP_BATCH)
+
+    def _arrived(self, popped) -> None:
+        """A batch's pops (none: the queue was empty, or Redis failed)."""
+        self._asking = False
+        self._drained = not popped
+        if popped:
+            self._popped.extend(popped)
+            self._wake_engine()
+
+    def _wake_engine(self) -> None:
+        """Have the engine ask for requests again now, not at its next heartbeat."""
+        slot = getattr(self.crawler._engine, "_slot", None)  # no engine: driven by hand
+        if slot is not None:
+            slot.nextcall.schedule()
 
     def has_pending_requests(self):
         """Asked by the engine when this process is idle: is the crawl finished?
@@ -233,6 +266,14 @@ class Scheduler(RedisScheduler):
         """
         if getattr(self.spider, "closing", False):
             return False
+        core = self.visited.core
+        if core is not None and not core.live:  # driven by hand: what is pending, now
+            core.drain()
+        if self._asking or (core is not None and (core.busy or self.visited.pending)):
+            # Not final until the batch is answered: asked again then.
+            if core is not None:
+                core.notify(self._wake_engine)
+            return True
         try:
             return self._pending()
         except REDIS_DOWN as exc:
@@ -242,6 +283,8 @@ class Scheduler(RedisScheduler):
     def _pending(self) -> bool:
         table = self.visited
         if self._popped or table.queued():  # queued() sends what is pending first
+            self._drained = False  # queued by another process, or given back: popped now
+            self._ask()
             return True
         unanswered = []
         for fp in table.own_leases():

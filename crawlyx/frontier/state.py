@@ -184,6 +184,15 @@ class State:
         # Seconds the job's keys live on once its last process stops (0: until dropped);
         # see crawlyx.frontier.jobs.
         self.ttl = 0
+        self._core = None
+
+    def core(self, stats=None):
+        """The crawl core sending this state's batches (crawlyx.frontier.core)."""
+        if self._core is None:
+            from crawlyx.frontier.core import CrawlCore
+
+            self._core = CrawlCore(self.client, stats)
+        return self._core
 
     def key(self, name: str) -> str:
         return self.prefix + name
@@ -247,6 +256,8 @@ class State:
         ]
 
     def close(self) -> None:
+        if self._core is not None:
+            self._core.close()
         try:
             if self.ttl and not self.owners():
                 # The last process out: the job's keys expire unless it runs again.

@@ -16,9 +16,12 @@ queue sets ``queued``, and a pop takes only a fingerprint still ``queued``: a pa
 the queue at most once, and a stale copy is dropped, never fetched.
 
 A process talks to the table in round trips that carry all it has pending: the claims
-and pushes it made since the last one go with the next release or pop, in one Lua
-script (:meth:`VisitedTable.sync`). Under load a round trip costs the crawl far more
-than the commands in it; the links a page yields go with its release.
+and pushes it made, the leases it finished and the requests it wants next go in one
+Lua script. In a crawl the table is a party of the crawl core
+(:mod:`crawlyx.frontier.core`), which sends that script with the rest of the process's
+Redis work, one batch at a time, off the reactor thread; the few calls that need an
+answer at once (:meth:`VisitedTable.sync` and the methods built on it) wait for the
+batch in flight first, so they never overtake it.
 
 A redirect to a page already known ends its chain there, and the redirecting page is
 accounted for by its target. Pages that redirect to each other, each fetched on its own
@@ -35,14 +38,18 @@ with a TTL: a lease whose owner key has expired belongs to a dead process), ``pa
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
 from collections import OrderedDict
 from weakref import WeakKeyDictionary
 
+from crawlyx.frontier.core import CrawlCore, crawl_core, retryable
 from crawlyx.frontier.state import REDIS_DOWN, State, crawl_state, outage
 from crawlyx.process import running
+
+logger = logging.getLogger(__name__)
 
 FP_LEN = 40  # hex sha1
 NO_FP = b"-" * FP_LEN  # a request outside the visited table (dont_filter, no lease)
@@ -182,8 +189,18 @@ class VisitedTable:
     LOCAL_CACHE_SIZE = 1 << 16
     HEARTBEAT_TTL = 30  # seconds without a heartbeat before a process counts as dead
 
-    def __init__(self, state: State, owner: str | None = None, stats=None, loop_hops: int = 20):
+    def __init__(
+        self,
+        state: State,
+        owner: str | None = None,
+        stats=None,
+        loop_hops: int = 20,
+        core: CrawlCore | None = None,
+    ):
         self.state = state
+        self.core = core
+        if core is not None:
+            core.register(self, last=True)
         self.stats = stats
         self.redis = state.client
         self.owner = owner or f"{_home()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -197,7 +214,11 @@ class VisitedTable:
         self._sync = self.redis.register_script(_SYNC)
         # Claims and pushes not sent yet: the next round trip carries them.
         self._pending: list[bytes] = []  # (b"c" claim or b"p" push, fp, message) flat
-        self._dones: list[str] = []  # leases finished while Redis was unreachable
+        self._dones: list[str] = []  # leases finished, not sent yet
+        self._want = 0  # requests to pop with the next batch
+        # Called on the reactor thread with what a batch popped (an empty list when it
+        # failed): set by the scheduler.
+        self.on_popped = None
         # Leases this process popped and has not finished: a lease of its own that is
         # not here was popped by a round trip whose answer was lost.
         self.held: set[str] = set()
@@ -230,8 +251,8 @@ class VisitedTable:
     def claim_later(self, fp: str, payload: bytes) -> None:
         """:meth:`claim`, sent with this process's next round trip to Redis (every
         method below that talks to Redis sends what is pending first)."""
-        key = fp.encode()
-        self._pending += (b"c", key, key + payload)
+        self._pending += _claim(fp, payload)
+        self._wake(answer=False)
 
     def push(self, fp: str | None, payload: bytes) -> None:
         """Queue without claiming: a request this process holds the lease of (a retry, a
@@ -242,6 +263,7 @@ class VisitedTable:
         prefix = fp.encode() if fp else NO_FP
         self._pending += (b"p", prefix, prefix + payload)
         self.held.discard(fp)
+        self._wake(answer=False)
 
     def redirect(self, lease: str, fp: str, payload: bytes, hops) -> tuple[bool, list]:
         """The page leased as ``lease`` redirected to ``fp``: claim the target, then release
@@ -252,7 +274,7 @@ class VisitedTable:
         With Redis unreachable, all is sent with the next round trip (False, [] now):
         the lease, no longer held, is then given back and its loop found again."""
         self.remember(fp)
-        self.claim_later(fp, payload)
+        self._pending += _claim(fp, payload)  # sent below, with the hops
         for source, url, target in hops:
             self._pending += (b"h", source.encode(), target.encode() + url.encode())
         self.held.discard(lease)
@@ -264,27 +286,85 @@ class VisitedTable:
         return bool(won[-1]), [[url.decode() for url in loop] for loop in loops]
 
     def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list, list]:
-        """One round trip: send what is pending, mark ``done`` fingerprints done and pop
-        up to ``pop`` requests. Returns (claims won, leases released, popped messages,
-        redirect loops closed)."""
+        """One round trip now, after the core's batch in flight: send what is pending,
+        mark ``done`` fingerprints done and pop up to ``pop`` requests. Returns (claims
+        won, leases released, popped messages, redirect loops closed)."""
+        if self.core is not None:
+            self.core.wait()
         pending, dones = self._pending, [*self._dones, *done]
         if not (pending or dones or pop):
             return [], [], [], []
         try:
-            won, released, popped, loops = self._sync(
-                keys=[self.visited_key, self.queue_key, self.leases_key, self.redirects_key],
-                args=[self.owner, pop, self.loop_hops, len(dones), *dones, *pending],
-            )
+            args = [self.owner, pop, self.loop_hops, len(dones), *dones, *pending]
+            won, released, popped, loops = self._sync(keys=self._keys, args=args)
         except REDIS_DOWN:
             self._dones = dones  # kept, like the pending claims, for the next round trip
             raise
         self._pending, self._dones = [], []  # only once sent
-        released = released[len(dones) - len(done) :]
+        self._count(pending, won)
+        return won, released[len(dones) - len(done) :], popped, loops
+
+    @property
+    def _keys(self) -> list[str]:
+        return [self.visited_key, self.queue_key, self.leases_key, self.redirects_key]
+
+    def _count(self, pending: list[bytes], won: list[int]) -> None:
         claims = pending[::3].count(b"c")
         if claims and self.stats is not None:
             self.stats.inc_value("crawlyx/frontier/enqueued", sum(won))
             self.stats.inc_value("crawlyx/frontier/duplicates", claims - sum(won))
-        return won, released, popped, loops
+
+    # -- the crawl core's party (crawlyx.frontier.core) ---------------------------
+
+    def _wake(self, answer: bool = True) -> None:
+        """Have the core send what is pending. Claims and pushes need no answer: outside
+        a running reactor they wait for the next call that does (a release, a pop)."""
+        if self.core is not None and (answer or self.core.live):
+            self.core.wake()
+
+    def want(self, n: int) -> None:
+        """Pop up to ``n`` requests with the next batch; :attr:`on_popped` gets them."""
+        self._want = max(self._want, n)
+        self._wake()
+
+    def done_later(self, fp: str) -> None:
+        """leased -> done, with the next batch (after every claim already pending)."""
+        self.held.discard(fp)
+        self._dones.append(fp)
+        self._wake()
+
+    @property
+    def pending(self) -> bool:
+        """Work not sent yet."""
+        return bool(self._pending or self._dones or self._want)
+
+    def take(self):
+        pending, dones, pops = self._pending, self._dones, self._want
+        if not (pending or dones or pops):
+            return None
+        self._pending, self._dones, self._want = [], [], 0
+        args = [self.owner, pops, self.loop_hops, len(dones), *dones, *pending]
+        keys = self._keys
+
+        def commands(pipe) -> int:
+            self.core.script(pipe, self._sync, keys, args)
+            return 1
+
+        def handle(results) -> None:
+            result = results if isinstance(results, Exception) else results[0]
+            if isinstance(result, Exception):
+                popped = []
+                if retryable(result):  # kept, in order, for the next round trip
+                    self._pending, self._dones = pending + self._pending, dones + self._dones
+                else:  # a fault, not an outage: sending it again would fail again
+                    logger.error("The visited table's batch failed: %s", result)
+            else:
+                won, _, popped, _ = result
+                self._count(pending, won)
+            if pops and self.on_popped is not None:
+                self.on_popped(self._popped(popped))
+
+        return commands, handle
 
     def settle(self, fp: str) -> bool:
         """none -> done, for a page handled without being queued (one a browser was
@@ -300,8 +380,11 @@ class VisitedTable:
 
     def pop_many(self, n: int) -> list[tuple[str | None, bytes]]:
         """Up to ``n`` requests to fetch, in queue order, leased to this process."""
+        return self._popped(self.sync(pop=n)[2])
+
+    def _popped(self, messages: list[bytes]) -> list[tuple[str | None, bytes]]:
         popped = []
-        for message in self.sync(pop=n)[2]:
+        for message in messages:
             fp = message[:FP_LEN]
             fp = None if fp == NO_FP else fp.decode()
             if fp is not None:
@@ -323,6 +406,13 @@ class VisitedTable:
         """The request's response or failure is handled: its lease, if any, is done."""
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
+            self.finish(fp)
+
+    def finish(self, fp: str) -> None:
+        """leased -> done: with the core's next batch in a crawl, now without one."""
+        if self.core is not None:
+            self.done_later(fp)
+        else:
             self.done(fp)
 
     def unlease(self, request) -> None:
@@ -330,6 +420,7 @@ class VisitedTable:
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
             self.held.discard(fp)  # if Redis is unreachable, given back once idle
+            self._quiet()
             try:
                 self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
             except REDIS_DOWN as exc:
@@ -340,7 +431,13 @@ class VisitedTable:
         not be fetched for now (its robots.txt is unreachable). This run can end without it."""
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
+            self._quiet()
             self._unlease(keys=[self.visited_key, self.parked_key, self.leases_key], args=[fp])
+
+    def _quiet(self) -> None:
+        """Before a direct call: the core's batch in flight is answered first."""
+        if self.core is not None:
+            self.core.wait()
 
     def unpark(self) -> int:
         """Put the requests earlier runs parked back on the queue; returns how many."""
@@ -388,6 +485,7 @@ class VisitedTable:
         )
 
     def own_leases(self) -> list[str]:
+        self._quiet()
         mine = self.owner.encode() + b"|"
         return [
             fp.decode()
@@ -404,6 +502,11 @@ class VisitedTable:
 
     def state_of(self, fp: str) -> bytes | None:
         return self.redis.hget(self.visited_key, fp)
+
+
+def _claim(fp: str, payload: bytes) -> tuple[bytes, bytes, bytes]:
+    key = fp.encode()
+    return (b"c", key, key + payload)
 
 
 def gone(owner: str, home: str | None = None) -> bool:
@@ -432,6 +535,8 @@ def visited_table(crawler) -> VisitedTable:
     if table is None:
         # A loop across fetches is looked for as far as a redirect chain is followed.
         hops = crawler.settings.getint("REDIRECT_MAX_TIMES")
-        table = VisitedTable(crawl_state(crawler), stats=crawler.stats, loop_hops=hops)
+        table = VisitedTable(
+            crawl_state(crawler), stats=crawler.stats, loop_hops=hops, core=crawl_core(crawler)
+        )
         _tables[crawler] = table
     return table

@@ -19,14 +19,13 @@ URL was requested at (sitemap-listed pages are 1) until
 links are all its links on the origin: allow/deny, nofollow and max_depth decide what
 is followed, not what is linked.
 
-Records are kept in memory and sent :data:`GraphRecorder.BATCH` at a time, in one round
-trip (:class:`crawlyx.graph.store.GraphStore`), at the latest every
-:data:`GraphRecorder.INTERVAL` seconds and when the spider closes: the crawl process
-is the one that cannot spread over cores, and a round trip per page would cost it more
-than the recording. A process killed outright loses what it had not sent (at most one
-batch or one interval); its pages are not lost to the crawl, only their part of the
-graph. A batch Redis refuses (unreachable, stalled) is dropped, logged and counted in
-``crawlyx/graph/record_failures``: the graph is incomplete, the crawl goes on.
+Records are kept in memory and sent with the crawl core's next batch
+(:mod:`crawlyx.frontier.core`), :data:`GraphRecorder.BATCH` to a script call, before the
+releases of the pages they describe: the crawl process is the one that cannot spread
+over cores, and a round trip per page would cost it more than the recording. A process
+killed outright loses what it had not sent, only for pages still leased (fetched again
+on resume). A batch Redis refuses (unreachable, stalled) is dropped, logged and counted
+in ``crawlyx/graph/record_failures``: the graph is incomplete, the crawl goes on.
 
 Stats: ``crawlyx/graph/pages`` (pages recorded), ``crawlyx/graph/edges`` (edges this
 process added), ``crawlyx/graph/truncated`` (1 once the graph reached
@@ -40,28 +39,25 @@ import re
 from base64 import b64decode
 from weakref import WeakKeyDictionary
 
-import redis
+from redis.exceptions import NoScriptError
 from scrapy import signals
-from twisted.internet import task
 
 from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
-from crawlyx.graph.store import GraphStore, Record
+from crawlyx.graph.store import GraphStore, Record, recorded
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
 
 
 class GraphRecorder:
-    BATCH = 64  # records per round trip (a page is one or two)
-    INTERVAL = 1.0  # seconds a record may wait for its batch
+    BATCH = 64  # records per script call (a page is one or two)
 
     def __init__(self, crawler, max_edges: int):
         self.crawler = crawler
         self.max_edges = max_edges
         self.pending: list[Record] = []
         self._store: GraphStore | None = None
-        self._task: task.LoopingCall | None = None
-        self._flush_call = None
+        self._core = None
         self.start: str | None = None  # the start page, once this process has read it
 
     @staticmethod
@@ -75,7 +71,6 @@ class GraphRecorder:
     @classmethod
     def from_crawler(cls, crawler) -> GraphRecorder:
         recorder = cls(crawler, cls.check_settings(crawler.settings))
-        crawler.signals.connect(recorder.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(recorder.spider_closed, signal=signals.spider_closed)
         return recorder
 
@@ -89,13 +84,15 @@ class GraphRecorder:
             self._store = GraphStore(crawl_state(self.crawler), self.max_edges)
         return self._store
 
-    def spider_opened(self, spider):
-        self._task = task.LoopingCall(self.flush)
-        self._task.start(self.INTERVAL, now=False)
+    @property
+    def core(self):
+        """The crawl core of the store's state, which this recorder is a party of."""
+        if self._core is None:
+            self._core = self.store.state.core(self.stats)
+            self._core.register(self)
+        return self._core
 
     def spider_closed(self, spider):
-        if self._task is not None and self._task.running:
-            self._task.stop()
         self.flush()
 
     # -- what the components learn ----------------------------------------------------
@@ -194,36 +191,52 @@ class GraphRecorder:
 
     def _add(self, record: Record) -> None:
         self.pending.append(record)
-        if len(self.pending) >= self.BATCH and self._flush_call is None:
-            # Sent on the reactor's next turn, not in the middle of the caller's work.
-            from twisted.internet import reactor
-
-            self._flush_call = reactor.callLater(0, self.flush)
+        self.core.wake()
 
     def flush(self) -> None:
-        if self._flush_call is not None:
-            if self._flush_call.active():
-                self._flush_call.cancel()
-            self._flush_call = None
-        while self.pending:
-            batch, self.pending = self.pending[: self.BATCH], self.pending[self.BATCH :]
-            try:
-                kept, truncated = self.store.record(batch)
-            except REDIS_DOWN as exc:
-                self._failed("recording the link graph", exc, len(batch))
-                continue
-            except redis.RedisError as exc:  # never the crawl's end: the graph's only
-                logger.error("Link graph: Redis refused %d records: %s", len(batch), exc)
-                self.stats.inc_value("crawlyx/graph/record_failures", len(batch))
-                continue
-            self.stats.inc_value("crawlyx/graph/edges", kept)
-            if truncated and not self.stats.get_value("crawlyx/graph/truncated"):
-                self.stats.set_value("crawlyx/graph/truncated", 1)
-                logger.warning(
-                    "Link graph: CRAWLYX_GRAPH_MAX_EDGES (%d) reached; links past it are "
-                    "not recorded",
-                    self.max_edges,
-                )
+        """Send what is pending now, and wait for it."""
+        self.core.drain()
+
+    def take(self):
+        """The crawl core's party: every pending record, in script calls of BATCH."""
+        if not self.pending:
+            return None
+        pending, self.pending, n = self.pending, [], self.BATCH
+        batches = [pending[i : i + n] for i in range(0, len(pending), n)]
+        store, core = self.store, self.core
+
+        def commands(pipe) -> int:
+            for batch in batches:
+                store.record(batch, client=pipe, core=core)
+            return len(batches)
+
+        def handle(results) -> None:
+            if isinstance(results, Exception):
+                results = [results] * len(batches)
+            for batch, result in zip(batches, results, strict=True):
+                self._recorded(batch, result)
+
+        return commands, handle
+
+    def _recorded(self, batch: list[Record], result) -> None:
+        if isinstance(result, NoScriptError):  # Redis restarted: sent again
+            self.pending[:0] = batch
+            return
+        if isinstance(result, REDIS_DOWN):  # the core logged and counted the outage
+            self.stats.inc_value("crawlyx/graph/record_failures", len(batch))
+            return
+        if isinstance(result, Exception):  # never the crawl's end: the graph's only
+            logger.error("Link graph: Redis refused %d records: %s", len(batch), result)
+            self.stats.inc_value("crawlyx/graph/record_failures", len(batch))
+            return
+        kept, truncated = recorded(result)
+        self.stats.inc_value("crawlyx/graph/edges", kept)
+        if truncated and not self.stats.get_value("crawlyx/graph/truncated"):
+            self.stats.set_value("crawlyx/graph/truncated", 1)
+            logger.warning(
+                "Link graph: CRAWLYX_GRAPH_MAX_EDGES (%d) reached; links past it are not recorded",
+                self.max_edges,
+            )
 
     def _failed(self, doing: str, exc: Exception, records: int) -> None:
         outage(self.stats, doing, exc)

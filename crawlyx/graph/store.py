@@ -134,8 +134,10 @@ class GraphStore:
         self.ids_key, self.meta_key, self.links_key, self.nodes_key, self.sigs_key = self.keys
         self._record = self.client.register_script(_RECORD)
 
-    def record(self, records: list[Record]) -> tuple[int, bool]:
-        """Record ``records`` in one round trip; (edges kept, graph truncated)."""
+    def record(self, records: list[Record], client=None, core=None) -> tuple[int, bool] | None:
+        """Record ``records`` in one round trip; (edges kept, graph truncated). With a
+        pipeline as ``client``, queued on it instead, through the crawl ``core``
+        (:func:`recorded` reads the result)."""
         rows, signatures = [], []
         for rec in records:
             links = None
@@ -147,8 +149,11 @@ class GraphStore:
                 sig = 2 + len(signatures)  # ARGV index (1-based): after max edges, rows
             rows.append([rec.url, rec.fields, links, sig])
         payload = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-        kept, truncated = self._record(keys=self.keys, args=[self.max_edges, payload, *signatures])
-        return kept, bool(truncated)
+        args = [self.max_edges, payload, *signatures]
+        if core is not None:
+            core.script(client, self._record, self.keys, args)
+            return None
+        return recorded(self._record(keys=self.keys, args=args, client=client))
 
     def set_start(self, url: str) -> None:
         """The crawl's start URL after its redirects (the first process to know it sets it)."""
@@ -198,6 +203,12 @@ class GraphStore:
     def memory(self) -> int:
         """Bytes Redis holds for the graph's keys (MEMORY USAGE, every element counted)."""
         return sum(self.client.memory_usage(key, samples=0) or 0 for key in self.keys)
+
+
+def recorded(result) -> tuple[int, bool]:
+    """(edges kept, graph truncated), from the recording script's answer."""
+    kept, truncated = result
+    return kept, bool(truncated)
 
 
 def unpack(packed: bytes) -> list[tuple[int, str]]:

@@ -87,7 +87,7 @@ class LeaseMiddleware:
     def _item_out(self, item, **kwargs):
         fp = self._carried.pop(id(item), None)
         if fp is not None:
-            visited_table(self.crawler).done(fp)
+            visited_table(self.crawler).finish(fp)
 
 
 def errback_output(crawler, request, result):

@@ -3,11 +3,13 @@
 The markdown itself is made in the worker pool (:mod:`crawlyx.content.workers`); here, in the
 crawl process, blocks that repeat across the site's pages are dropped (see
 :mod:`crawlyx.content.boilerplate`) and the content hash is taken of what remains (and
-recorded in the job's link graph).
+recorded in the job's link graph), and the page registry's answer to whether the page
+changed is waited for.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 
 from crawlyx.content.boilerplate import RepeatedBlocks
@@ -31,6 +33,18 @@ class MarkdownPipeline:
         return cls(crawler, repeated)
 
     def process_item(self, item):
+        changed = item.get("changed")
+        if isinstance(changed, asyncio.Future):
+            # The page registry's answer (crawlyx.demand.recrawl), with the crawl core's
+            # next batch.
+            return self._answered(changed, item)
+        return self._finish(item)
+
+    async def _answered(self, changed: asyncio.Future, item):
+        item["changed"] = await changed
+        return self._finish(item)
+
+    def _finish(self, item):
         keys = item.pop("blocks", None)
         markdown = item.get("markdown")
         if markdown is None:
