@@ -335,7 +335,16 @@ def normalize_url(url: str, base: str | None = None) -> str:
         simple = _normalize_simple(url, base)
         if simple is not None:
             return simple
-    return _normalize_full(url, base)
+        return _normalize_full(url, base)
+    return _normalize_absolute(url)
+
+
+# A page's URL is normalized on its way through the crawl process by each component that
+# keys on it (the spider, the politeness middlewares, the graph, the breadth sketch), a
+# few moments apart: the last few thousand answers are kept. Errors are not cached.
+@functools.lru_cache(maxsize=4096)
+def _normalize_absolute(url: str) -> str:
+    return _normalize_full(url)
 
 
 # A root-relative reference written in characters that need no escaping and without dot
@@ -398,6 +407,7 @@ def _normalize_full(url: str, base: str | None = None) -> str:
     return _join(parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def url_origin(url: str) -> str:
     """Return "scheme://host[:port]" of the normalized url (no userinfo; default port omitted)."""
     parts = urlsplit(normalize_url(url))
