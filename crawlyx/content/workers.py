@@ -18,6 +18,9 @@ page that kills every worker reading it costs that page alone.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
+import gc
 import multiprocessing
 import os
 import threading
@@ -53,6 +56,36 @@ def _started() -> None:
     """The warm-up task: submitting it makes the pool start a worker."""
 
 
+# A page past this size leaves its worker with a heap as large as its parse (lxml's tree
+# and the light tree the converter walks are many times the page). Freed, that memory
+# stays with the process (the allocator keeps it for the next page) unless given back:
+# after such a page the worker collects and returns its free memory to the system, so a
+# worker's size follows the page it reads, not the biggest page it ever read.
+TRIM_BYTES = 1 << 20
+
+
+def read_page(page: str, url: str, scope: str | None, **options) -> dict:
+    """:func:`crawlyx.content.page.analyze`, in a worker."""
+    try:
+        return analyze(page, url, scope, **options)
+    finally:
+        if len(page) > TRIM_BYTES:
+            _give_back_memory()
+
+
+def _give_back_memory() -> None:
+    gc.collect()
+    if _libc is not None:
+        _libc.malloc_trim(0)
+
+
+try:
+    _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    _libc.malloc_trim  # noqa: B018 - glibc's; other C libraries have none
+except (OSError, AttributeError):
+    _libc = None
+
+
 class WorkerDied(Exception):
     """A worker died twice with the task in flight, the second time reading it alone."""
 
@@ -71,7 +104,7 @@ class PageWorkers:
             )
         self.workers = max(1, workers)
         # neardup: each page's near-duplicate signature, for the link graph (crawlyx.graph).
-        self.analyze = partial(analyze, main_content=main_content, links=links, neardup=neardup)
+        self.analyze = partial(read_page, main_content=main_content, links=links, neardup=neardup)
         self.crawler = crawler  # for its stats, if any
         self._pool: ProcessPoolExecutor | None = None
         self._alone: ProcessPoolExecutor | None = None  # one worker, for suspects
