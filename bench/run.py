@@ -1,4 +1,4 @@
-"""Crawl the synthetic site with crawlyx and with a plain Scrapy spider; print the figures.
+"""Crawl the synthetic site with crawlyx, Crawlee for Python and a plain Scrapy spider.
 
     python bench/run.py --pages 2000 --latency-ms 20
     python bench/run.py --rss --pages 20000 --latency-ms 20   # RSS at 2,000 vs 20,000 pages
@@ -8,8 +8,12 @@ the server), wall time from process start to exit and unique pages per second ov
 the time from the first request to the last as the server saw it ("fetch s") and unique
 pages per second over that ("unique/fs", startup excluded), peak RSS of the crawler
 process and of its page workers (the embedded redis-server is not the crawler and is
-reported apart), and CPU seconds of the crawler process and of its workers. Everything
-listens on and talks to 127.0.0.1 only.
+reported apart), the peak of the whole process tree's RSS (crawler and every descendant,
+summed at the same sample, every 0.2 s: "tree MiB"), CPU seconds of the crawler process
+and of its workers, and the crawler process's CPU milliseconds per unique page ("CPU
+ms/pg"). The crawlers are ``bench/crawlee_spider.py`` (``--skip-crawlee``) and
+``bench/baseline_spider.py`` (``--skip-baseline``) beside crawlyx. Everything listens on
+and talks to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -56,28 +60,40 @@ def run_measured(command: list[str], cwd: Path, env: dict) -> dict:
         command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     main = psutil.Process(proc.pid)
-    peak = {"crawler": 0, "workers": 0, "redis": 0}
+    # "children": every descendant, "tree": the crawler and every descendant, each summed
+    # at the same sample.
+    peak = {"crawler": 0, "workers": 0, "redis": 0, "children": 0, "tree": 0}
     cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, last seen user+system seconds)
     log_lines: list[str] = []
     reader = threading.Thread(target=lambda: log_lines.extend(proc.stderr), daemon=True)
     reader.start()
     while proc.poll() is None:
         try:
-            peak["crawler"] = max(peak["crawler"], main.memory_info().rss)
+            crawler = main.memory_info().rss
             times = main.cpu_times()
             cpu[main.pid] = ("crawler", times.user + times.system)
             workers = redis = 0
             for child in main.children(recursive=True):
-                rss = child.memory_info().rss
-                role = "redis" if "redis-server" in " ".join(child.cmdline()) else "workers"
-                times = child.cpu_times()
+                try:
+                    rss = child.memory_info().rss
+                    role = "redis" if "redis-server" in " ".join(child.cmdline()) else "workers"
+                    times = child.cpu_times()
+                except psutil.Error:  # a child that ended between the listing and now
+                    continue
                 cpu[child.pid] = (role, times.user + times.system)
                 if role == "redis":
                     redis += rss
                 else:
                     workers += rss
-            peak["workers"] = max(peak["workers"], workers)
-            peak["redis"] = max(peak["redis"], redis)
+            sample = {
+                "crawler": crawler,
+                "workers": workers,
+                "redis": redis,
+                "children": workers + redis,
+                "tree": crawler + workers + redis,
+            }
+            for key, value in sample.items():
+                peak[key] = max(peak[key], value)
         except psutil.Error:
             pass
         time.sleep(0.2)
@@ -86,25 +102,45 @@ def run_measured(command: list[str], cwd: Path, env: dict) -> dict:
     if proc.returncode != 0:
         sys.stderr.write("".join(log_lines[-40:]))
         raise RuntimeError(f"crawl failed: {' '.join(command)}")
-    used = {role: sum(t for r, t in cpu.values() if r == role) for role in peak}
+    used = {
+        role: sum(t for r, t in cpu.values() if r == role)
+        for role in ("crawler", "workers", "redis")
+    }
     return {"wall": wall, "peak": peak, "cpu": used, "log": "".join(log_lines)}
 
 
-def crawl(name: str, base: str, out: Path, max_pages: int, workdir: Path, settings=()) -> dict:
+def crawl(
+    name: str,
+    base: str,
+    out: Path,
+    max_pages: int,
+    workdir: Path,
+    settings=(),
+    start: str | None = None,
+) -> dict:
+    """Run one crawler ("crawlyx", "crawlee" or "scrapy") from ``start`` (default: ``base``)
+    against the bench server at ``base`` (its ``/_reset`` and ``/_stats``); its figures."""
+    start = start or base
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
     if name == "crawlyx":
         env["SCRAPY_SETTINGS_MODULE"] = "crawlyx.settings"
-        command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start={base}",
+        command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start={start}",
                    "-a", f"max_pages={max_pages}", "-O", str(out),
                    "-s", f"CRAWLYX_DATA_DIR={workdir / '.crawlyx'}"]  # fmt: skip
         for setting in settings:
             command += ["-s", setting]
-    else:
-        env.pop("SCRAPY_SETTINGS_MODULE", None)
+    elif name == "crawlee":
+        command = [sys.executable, str(ROOT / "bench" / "crawlee_spider.py"),
+                   "--start", start, "--output", str(out),
+                   "--max-pages", str(max_pages)]  # fmt: skip
+    elif name == "scrapy":
         command = [sys.executable, "-m", "scrapy", "runspider",
-                   str(ROOT / "bench" / "baseline_spider.py"), "-a", f"start={base}",
+                   str(ROOT / "bench" / "baseline_spider.py"), "-a", f"start={start}",
                    "-a", f"max_pages={max_pages}", "-O", str(out),
                    "-s", "REMOTE_CONTROL_ENABLED=False"]  # fmt: skip
+    else:
+        raise ValueError(f"unknown crawler {name!r}")
     site_call(base, "/_reset")
     result = run_measured(command, workdir, env)
     stats = site_call(base, "/_stats")
@@ -114,12 +150,16 @@ def crawl(name: str, base: str, out: Path, max_pages: int, workdir: Path, settin
         "pages": pages,
         "unique": stats["resources"],
         "duplicates": stats["duplicate_fetches"],
+        "bytes": stats["bytes"],
         "wall": result["wall"],
+        "pages_per_s": pages / result["wall"],
         "unique_per_s": stats["resources"] / result["wall"],
         "fetching": stats["fetching_s"],
         "unique_per_fetch_s": stats["resources"] / max(stats["fetching_s"], 1e-9),
         **{f"rss_{k}": v / 2**20 for k, v in result["peak"].items()},
         **{f"cpu_{k}": v for k, v in result["cpu"].items()},
+        "cpu_ms_per_page": 1000 * result["cpu"]["crawler"] / max(stats["resources"], 1),
+        "log": result["log"],
     }
 
 
@@ -127,7 +167,7 @@ def print_rows(rows: list[dict]) -> None:
     header = (
         f"{'crawler':<10} {'pages':>7} {'unique':>7} {'dup fetches':>11} {'wall s':>7} "
         f"{'unique/s':>9} {'fetch s':>7} {'unique/fs':>9} {'RSS MiB':>8} {'workers':>8} "
-        f"{'redis':>6} {'CPU s':>6} {'workers':>8}"
+        f"{'redis':>6} {'tree MiB':>8} {'CPU s':>6} {'workers':>8} {'CPU ms/pg':>9}"
     )
     print(header)
     print("-" * len(header))
@@ -136,8 +176,8 @@ def print_rows(rows: list[dict]) -> None:
             f"{r['name']:<10} {r['pages']:>7} {r['unique']:>7} {r['duplicates']:>11} "
             f"{r['wall']:>7.1f} {r['unique_per_s']:>9.1f} {r['fetching']:>7.1f} "
             f"{r['unique_per_fetch_s']:>9.1f} {r['rss_crawler']:>8.1f} "
-            f"{r['rss_workers']:>8.1f} {r['rss_redis']:>6.1f} {r['cpu_crawler']:>6.1f} "
-            f"{r['cpu_workers']:>8.1f}"
+            f"{r['rss_workers']:>8.1f} {r['rss_redis']:>6.1f} {r['rss_tree']:>8.1f} "
+            f"{r['cpu_crawler']:>6.1f} {r['cpu_workers']:>8.1f} {r['cpu_ms_per_page']:>9.1f}"
         )
 
 
@@ -146,7 +186,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=2000, help="pages on the site")
     parser.add_argument("--latency-ms", type=int, default=20)
     parser.add_argument("--max-pages", type=int, default=0, help="default: --pages")
-    parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--skip-baseline", action="store_true", help="no plain Scrapy crawl")
+    parser.add_argument("--skip-crawlee", action="store_true", help="no Crawlee crawl")
     parser.add_argument(
         "-s", dest="settings", action="append", default=[], metavar="NAME=VALUE",
         help="a setting for the crawlyx crawl (repeatable), e.g. -s CRAWLYX_GRAPH_ENABLED=0",
@@ -172,17 +213,21 @@ def main() -> None:
                 return
             max_pages = args.max_pages or args.pages
             rows = [crawl("crawlyx", base, work / "crawlyx.jsonl", max_pages, work, args.settings)]
+            if not args.skip_crawlee:
+                rows.append(crawl("crawlee", base, work / "crawlee.jsonl", max_pages, work))
             if not args.skip_baseline:
                 rows.append(crawl("scrapy", base, work / "baseline.jsonl", max_pages, work))
             print(
                 f"site: {args.pages} pages, {args.latency_ms} ms latency; cores: {os.cpu_count()}"
             )
             print_rows(rows)
-            if len(rows) == 2:
-                speedup = rows[0]["unique_per_s"] / rows[1]["unique_per_s"]
-                steady = rows[0]["unique_per_fetch_s"] / rows[1]["unique_per_fetch_s"]
-                print(f"\nunique pages/s, crawlyx / plain Scrapy: {speedup:.1f}x end to end "
-                      f"(process start to exit), {steady:.1f}x while fetching")  # fmt: skip
+            print()
+            names = {"crawlee": "Crawlee", "scrapy": "plain Scrapy"}
+            for other in rows[1:]:
+                speedup = rows[0]["unique_per_s"] / other["unique_per_s"]
+                steady = rows[0]["unique_per_fetch_s"] / other["unique_per_fetch_s"]
+                print(f"unique pages/s, crawlyx / {names[other['name']]}: {speedup:.1f}x end to "
+                      f"end (process start to exit), {steady:.1f}x while fetching")  # fmt: skip
     finally:
         site.terminate()
         site.wait(10)
