@@ -136,9 +136,32 @@ def test_pages_not_fetched_within_retention_are_forgotten(redis_client, site):
 
 def test_the_registry_outlives_the_jobs(redis_client, site, registry):
     registry.fetched("u", T0)
-    assert registry.page_key("u").startswith(f"crawlyx:_demand:{site}:page:")
+    assert all(key.startswith(f"crawlyx:_demand:{site}:") for key in registry.keys)
     State(redis_client, "some-job").delete_all()
     assert registry.page("u") is not None
+
+
+def test_a_page_costs_one_field_of_the_sites_hash(redis_client, registry):
+    url = "https://x.example/docs/a?b=1"
+    registry.fetched(url, T0, "0123abcd", "", "")
+    registry.write_interval(url, 12 * H, shadow=True)
+    pages, due, fetched = registry.keys[:3]
+    assert redis_client.hlen(pages) == 1 and redis_client.zcard(due) == 1
+    assert redis_client.zcard(fetched) == 1
+    # Packed: a field of 8 bytes, a row of the page's fields; no key of its own.
+    ((id_, row),) = redis_client.hgetall(pages).items()
+    assert len(id_) == 8 and row.decode().split("\n")[0] == url
+    page = registry.page(url)
+    assert (page.content_hash, page.etag, page.shadow) == ("0123abcd", "", 12 * H)
+    assert registry.known([url, "https://x.example/other"]) == {url}
+    assert [p.url for p in registry.due_pages(T0 + D, "snapshot-" + registry.site)] == [url]
+    redis_client.delete("snapshot-" + registry.site)
+
+
+def test_a_validator_with_a_newline_cannot_break_its_row(registry):
+    registry.fetched("u", T0, "h", 'W/"a\nb"', "Tue\n")
+    page = registry.page("u")
+    assert (page.etag, page.last_modified, page.interval) == ('W/"a b"', "Tue ", 24 * H)
 
 
 def test_retention_must_be_positive(redis_client, site):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from base64 import b64encode
-from hashlib import sha256
+from hashlib import blake2b
 from urllib.parse import urljoin
 
 from crawlyx.content.boilerplate import block_keys
@@ -37,7 +37,7 @@ def analyze(
     text, for the links that have one), ``robots`` (name, content of robots meta tags:
     ``robots`` and ``*bot``), ``shell`` (see :func:`is_shell`), ``markdown`` and its
     ``blocks`` (:func:`crawlyx.content.boilerplate.block_keys`) of a page fetched from ``url``,
-    the markdown's ``digest`` (sha256, hex) and its ``signature``
+    the markdown's ``digest`` (:func:`digest`) and its ``signature``
     (:func:`crawlyx.urls.traps.content_signature`) if the URL has a pattern
     (:func:`crawlyx.urls.traps.url_pattern`), else None. With
     ``neardup``, ``neardup`` is the markdown's :func:`crawlyx.graph.neardup.signature`,
@@ -71,8 +71,9 @@ def analyze(
 
 
 def digest(markdown: str | None) -> str:
-    """The page registry's hash of a page's markdown (crawlyx.demand.recrawl)."""
-    return sha256((markdown or "").encode()).hexdigest()
+    """The page registry's hash of a page's markdown (crawlyx.demand.recrawl): 64 bits,
+    hex, enough to tell a page changed."""
+    return blake2b((markdown or "").encode(), digest_size=8).hexdigest()
 
 
 # An empty JavaScript shell: the HTML is a mount point and scripts that draw the page.

@@ -6,12 +6,18 @@ run's shadow interval), and when it is next due. Pages belong to a site, across 
 runs, so the keys sit outside every job's ``crawlyx:{job}:`` namespace, like breadth's,
 and apart from the visit ring's (whose reads SCAN their site's keys)::
 
-    crawlyx:_pages:{site}:page:{hash}   a hash per page (hash: of its URL)
-    crawlyx:_pages:{site}:due           sorted set, URL -> next-due time
-    crawlyx:_pages:{site}:fetched       sorted set, URL -> last fetch (for retention)
-    crawlyx:_pages:{site}:rungs         hash, interval -> pages on it (the histogram)
-    crawlyx:_pages:{site}:rungs:dry     the same for the dry run's shadow intervals
-    crawlyx:_pages:{site}:writes        interval writes so far (a converged site adds none)
+    crawlyx:_registry:{site}:pages         hash, page id -> the page's row (one string)
+    crawlyx:_registry:{site}:due           sorted set, page id -> next-due time
+    crawlyx:_registry:{site}:fetched       sorted set, page id -> last fetch (for retention)
+    crawlyx:_registry:{site}:rungs         hash, interval -> pages on it (the histogram)
+    crawlyx:_registry:{site}:rungs:dry     the same for the dry run's shadow intervals
+    crawlyx:_registry:{site}:writes        interval writes so far (a converged site adds none)
+
+Every crawl writes every page it reads here, so a page costs little: a page's id is 8
+bytes of a hash of its URL, and its row packs its fields into one string (the URL, the
+times, the hash, the validators, the intervals, separated by newlines, which none of
+them can hold) in the site's one hash, not a key of its own (about 350 bytes a page in
+all, against 750 with a hash per page).
 
 The next-due time is set at each fetch, from the page's interval as stored, and read
 as stored: a refresh run takes what is due now and never recomputes it from today's
@@ -29,75 +35,112 @@ from crawlyx.demand import durations
 from crawlyx.demand.ladder import Histogram, PageState, ladder_for
 from crawlyx.frontier.state import State
 
-NAMESPACE = "_pages"  # a State "job" that no crawl can be named
+# A State "job" that no crawl can be named. (Registries written before rows were packed
+# sit under "_pages", a key per page; they are not read.)
+NAMESPACE = "_registry"
 
-# KEYS: page, due, fetched, rungs, rungs:dry. ARGV: url, now, base, hash, etag, modified.
-# Returns 1 when the page is new or its content hash changed.
-_FETCHED = """
-local page = KEYS[1]
-local interval = redis.call('HGET', page, 'interval')
-local new = not interval
-if new then
-  interval = ARGV[3]
-  redis.call('HSET', page, 'interval', interval)
-  redis.call('HINCRBY', KEYS[4], interval, 1)
-  redis.call('HINCRBY', KEYS[5], interval, 1)
+# A row's fields, in order (1-based in the scripts): url, fetched, hash, etag, modified,
+# interval, next_due, shadow ("" for none).
+FIELDS = ("url", "fetched", "hash", "etag", "modified", "interval", "next_due", "shadow")
+SEP = "\n"
+
+_SPLIT = """
+local function split(row)
+  local f = {}
+  for field in (row .. '\\n'):gmatch('([^\\n]*)\\n') do f[#f + 1] = field end
+  return f
 end
-local before = redis.call('HGET', page, 'hash')
-local due = tonumber(ARGV[2]) + tonumber(interval)
-redis.call('HSET', page, 'url', ARGV[1], 'fetched', ARGV[2], 'hash', ARGV[4],
-  'etag', ARGV[5], 'modified', ARGV[6], 'next_due', tostring(due))
-redis.call('ZADD', KEYS[2], due, ARGV[1])
-redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-if new or before ~= ARGV[4] then return 1 end
-return 0
+local function join(f)
+  return table.concat(f, '\\n', 1, 8)
+end
 """
 
-# KEYS: page, rungs, rungs:dry, writes. ARGV: field (interval | shadow), new interval.
-# A page with no shadow of its own has its real interval as its shadow, so a real move
-# moves the dry histogram too. Returns 1 when written.
-_MOVE = """
-local page = KEYS[1]
-local real = redis.call('HGET', page, 'interval')
-if not real then return 0 end
-local shadow = redis.call('HGET', page, 'shadow')
+# KEYS: pages, due, fetched, rungs, rungs:dry. ARGV: id, url, now, base, hash, etag,
+# modified. Returns 1 when the page is new or its content hash changed.
+_FETCHED = (
+    _SPLIT
+    + """
+local row = redis.call('HGET', KEYS[1], ARGV[1])
+local f, new
+if row then
+  f = split(row)
+else
+  new = true
+  f = {'', '', '', '', '', ARGV[4], '', ''}
+  redis.call('HINCRBY', KEYS[4], ARGV[4], 1)
+  redis.call('HINCRBY', KEYS[5], ARGV[4], 1)
+end
+local before = f[3]
+local due = tonumber(ARGV[3]) + tonumber(f[6])
+f[1], f[2], f[3], f[4], f[5], f[7] = ARGV[2], ARGV[3], ARGV[5], ARGV[6], ARGV[7], tostring(due)
+redis.call('HSET', KEYS[1], ARGV[1], join(f))
+redis.call('ZADD', KEYS[2], due, ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+if new or before ~= ARGV[5] then return 1 end
+return 0
+"""
+)
+
+# KEYS: pages, rungs, rungs:dry, writes. ARGV: id, field (interval | shadow), new
+# interval. A page with no shadow of its own has its real interval as its shadow, so a
+# real move moves the dry histogram too. Returns 1 when written.
+_MOVE = (
+    _SPLIT
+    + """
+local row = redis.call('HGET', KEYS[1], ARGV[1])
+if not row then return 0 end
+local f = split(row)
+local real, shadow = f[6], f[8]
 local old = real
-if ARGV[1] == 'shadow' then old = shadow or real end
-if old == ARGV[2] then return 0 end
-redis.call('HSET', page, ARGV[1], ARGV[2])
-if ARGV[1] == 'interval' then
+if ARGV[2] == 'shadow' and shadow ~= '' then old = shadow end
+if old == ARGV[3] then return 0 end
+if ARGV[2] == 'interval' then
+  f[6] = ARGV[3]
   redis.call('HINCRBY', KEYS[2], old, -1)
-  redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
+  redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
+else
+  f[8] = ARGV[3]
 end
-if ARGV[1] == 'shadow' or not shadow then
+if ARGV[2] == 'shadow' or shadow == '' then
   redis.call('HINCRBY', KEYS[3], old, -1)
-  redis.call('HINCRBY', KEYS[3], ARGV[2], 1)
+  redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
 end
+redis.call('HSET', KEYS[1], ARGV[1], join(f))
 redis.call('INCR', KEYS[4])
 return 1
 """
+)
 
-# KEYS: page, due, fetched, rungs, rungs:dry. ARGV: url, cutoff (a page fetched after
+# KEYS: pages, due, fetched, rungs, rungs:dry. ARGV: id, cutoff (a page fetched after
 # it, since the caller looked, stays). Returns 1 when forgotten.
-_FORGET = """
-local page = KEYS[1]
+_FORGET = (
+    _SPLIT
+    + """
 local fetched = redis.call('ZSCORE', KEYS[3], ARGV[1])
 if fetched and tonumber(fetched) > tonumber(ARGV[2]) then return 0 end
-local real = redis.call('HGET', page, 'interval')
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-if not real then return 0 end
-local shadow = redis.call('HGET', page, 'shadow') or real
-redis.call('HINCRBY', KEYS[4], real, -1)
+local row = redis.call('HGET', KEYS[1], ARGV[1])
+if not row then return 0 end
+local f = split(row)
+local shadow = f[8]
+if shadow == '' then shadow = f[6] end
+redis.call('HINCRBY', KEYS[4], f[6], -1)
 redis.call('HINCRBY', KEYS[5], shadow, -1)
-redis.call('DEL', page)
+redis.call('HDEL', KEYS[1], ARGV[1])
 return 1
 """
+)
 
 
 def _num(seconds: float) -> str:
     """Intervals and times as stored: one spelling per value (they are hash fields too)."""
     return repr(float(seconds))
+
+
+def page_id(url: str) -> bytes:
+    """A page's id in its site's keys: 8 bytes of a hash of its URL."""
+    return blake2b(url.encode(), digest_size=8).digest()
 
 
 @dataclass(frozen=True)
@@ -137,11 +180,10 @@ class Registry:
     def key(self, name: str) -> str:
         return self.state.key(f"{self.site}:{name}")
 
-    def page_key(self, url: str) -> str:
-        return self.key("page:" + blake2b(url.encode(), digest_size=16).hexdigest())
-
-    def _site_keys(self) -> list[str]:
-        return [self.key("due"), self.key("fetched"), self.key("rungs"), self.key("rungs:dry")]
+    @property
+    def keys(self) -> list[str]:
+        """The site's keys: pages, due, fetched, rungs, rungs:dry."""
+        return [self.key(name) for name in ("pages", "due", "fetched", "rungs", "rungs:dry")]
 
     def fetched(
         self,
@@ -156,15 +198,15 @@ class Registry:
         """Record a fetch of ``url`` at ``now``: a new page starts at the base interval;
         the next-due time is ``now`` + its interval. True if the page is new or changed.
         With a pipeline as ``client``, queued on it through the crawl ``core`` instead."""
-        keys = [self.page_key(url), *self._site_keys()]
-        args = [url, _num(now), _num(self.base), content_hash, etag, last_modified]
+        args = [page_id(url), url, _num(now), _num(self.base), content_hash]
+        args += [_clean(etag), _clean(last_modified)]
         if core is not None:
-            core.script(client, self._fetched, keys, args)
+            core.script(client, self._fetched, self.keys, args)
             return None
-        return bool(self._fetched(keys=keys, args=args))
+        return bool(self._fetched(keys=self.keys, args=args))
 
     def page(self, url: str) -> Page | None:
-        return _page(self.state.client.hgetall(self.page_key(url)))
+        return _page(self.state.client.hget(self.key("pages"), page_id(url)))
 
     # -- the PageStore the ladder steps on ---------------------------------------------
 
@@ -173,15 +215,23 @@ class Registry:
         return page and PageState(page.interval, page.next_due, page.shadow)
 
     def write_interval(self, url: str, interval: float, *, shadow: bool) -> None:
-        keys = [self.page_key(url), self.key("rungs"), self.key("rungs:dry"), self.key("writes")]
-        self._move(keys=keys, args=["shadow" if shadow else "interval", _num(interval)])
+        keys = [self.key("pages"), self.key("rungs"), self.key("rungs:dry"), self.key("writes")]
+        args = [page_id(url), "shadow" if shadow else "interval", _num(interval)]
+        self._move(keys=keys, args=args)
 
     # -- reads for the refresh run and the report --------------------------------------
 
     def due(self, now: float, limit: int = 1000) -> list[str]:
         """Up to ``limit`` URLs whose stored next-due time has passed, most overdue first."""
-        urls = self.state.client.zrangebyscore(self.key("due"), "-inf", now, start=0, num=limit)
-        return [url.decode() for url in urls]
+        ids = self.state.client.zrangebyscore(self.key("due"), "-inf", now, start=0, num=limit)
+        return [page.url for page in self._pages(ids)]
+
+    def _pages(self, ids: list[bytes]) -> list[Page]:
+        """The pages of ``ids`` still known, in one round trip."""
+        if not ids:
+            return []
+        rows = self.state.client.hmget(self.key("pages"), ids)
+        return [page for page in map(_page, rows) if page is not None]
 
     def histogram(self, shadow: bool = False) -> Histogram:
         """Pages per interval (the shadow intervals for a dry run)."""
@@ -193,14 +243,13 @@ class Registry:
 
     def forget(self, url: str) -> bool:
         """Forget ``url`` (it is gone); False if the registry did not know it."""
-        keys = [self.page_key(url), *self._site_keys()]
-        return bool(self._forget(keys=keys, args=[url, "1e300"]))
+        return bool(self._forget(keys=self.keys, args=[page_id(url), "1e300"]))
 
     def known(self, urls: list[str]) -> set[str]:
         """Those of ``urls`` the registry knows, in one round trip."""
         if not urls:
             return set()
-        scores = self.state.client.zmscore(self.key("due"), urls)
+        scores = self.state.client.zmscore(self.key("due"), [page_id(url) for url in urls])
         return {url for url, score in zip(urls, scores, strict=True) if score is not None}
 
     def due_pages(self, now: float, snapshot: str, batch: int = 500):
@@ -211,15 +260,8 @@ class Registry:
         if not client.exists(snapshot):
             client.zrangestore(snapshot, self.key("due"), "-inf", now, byscore=True)
         for offset in range(0, client.zcard(snapshot), batch):
-            urls = [u.decode() for u in client.zrange(snapshot, offset, offset + batch - 1)]
-            with client.pipeline(transaction=False) as pipe:
-                for url in urls:
-                    pipe.hgetall(self.page_key(url))
-                rows = pipe.execute()
-            for row in rows:
-                page = _page(row)
-                if page is not None:  # forgotten since the copy was made
-                    yield page
+            # A page forgotten since the copy was made is no longer there.
+            yield from self._pages(client.zrange(snapshot, offset, offset + batch - 1))
 
     def count_due(self, until: float) -> int:
         return self.state.client.zcount(self.key("due"), "-inf", until)
@@ -228,13 +270,12 @@ class Registry:
         """Forget the pages not fetched for ``retention`` seconds; how many."""
         forgotten, cutoff = 0, now - self.retention
         while True:
-            urls = self.state.client.zrangebyscore(
+            ids = self.state.client.zrangebyscore(
                 self.key("fetched"), "-inf", cutoff, start=0, num=batch
             )
-            for url in urls:
-                keys = [self.page_key(url.decode()), *self._site_keys()]
-                forgotten += self._forget(keys=keys, args=[url, _num(cutoff)])
-            if len(urls) < batch:
+            for id_ in ids:
+                forgotten += self._forget(keys=self.keys, args=[id_, _num(cutoff)])
+            if len(ids) < batch:
                 return forgotten
 
 
@@ -243,18 +284,24 @@ def registry_state(client, embedded=None) -> State:
     return State(client, NAMESPACE, embedded)
 
 
-def _page(raw: dict) -> Page | None:
-    """A page as its hash stores it; None for a hash with no page (forgotten)."""
-    row = {k.decode(): v.decode() for k, v in raw.items()}
-    if "interval" not in row:
+def _clean(value: str) -> str:
+    """A validator as a row holds it: header values cannot hold a newline; should one
+    come through, it would end the field."""
+    return value.replace(SEP, " ")
+
+
+def _page(row: bytes | None) -> Page | None:
+    """A page as its row stores it; None for no row (forgotten)."""
+    if row is None:
         return None
+    fields = dict(zip(FIELDS, row.decode().split(SEP), strict=True))
     return Page(
-        url=row["url"],
-        fetched=float(row["fetched"]),
-        content_hash=row["hash"],
-        etag=row["etag"],
-        last_modified=row["modified"],
-        interval=float(row["interval"]),
-        next_due=float(row["next_due"]),
-        shadow=float(row["shadow"]) if "shadow" in row else None,
+        url=fields["url"],
+        fetched=float(fields["fetched"]),
+        content_hash=fields["hash"],
+        etag=fields["etag"],
+        last_modified=fields["modified"],
+        interval=float(fields["interval"]),
+        next_due=float(fields["next_due"]),
+        shadow=float(fields["shadow"]) if fields["shadow"] else None,
     )
