@@ -49,6 +49,10 @@ class Party(Protocol):
 
 class CrawlCore:
     RETRY_DELAY = 1.0  # seconds before a batch Redis refused is tried again
+    # Seconds work waits for more to join its batch, unless it waits for the answer: a
+    # page's release, records and row are in no hurry, and a batch every few pages costs
+    # Redis and the crawl far less than one every reactor turn.
+    LINGER = 0.01
 
     def __init__(self, client, stats=None):
         self.client = client
@@ -60,6 +64,7 @@ class CrawlCore:
         self._inflight: tuple[Future, list] | None = None
         self._scheduled = None  # the reactor's call to send the next batch
         self._notify: list = []  # called once after the next batch is handled
+        self._urgent = False  # the next batch has work waiting for its answer
         self.batches = 0  # round trips made (for the stats and the benchmarks)
 
     def register(self, party: Party, last: bool = False) -> None:
@@ -87,15 +92,25 @@ class CrawlCore:
         tool, a test driving components by hand), :meth:`wake` sends at once and waits."""
         return _loop().is_running()
 
-    def wake(self) -> None:
-        """A party has work: send it on the reactor's next free turn (see :attr:`live`)."""
+    def wake(self, now: bool = False) -> None:
+        """A party has work: send it within :attr:`LINGER`, or on the reactor's next free
+        turn if it waits for the answer (``now``: requests to fetch). See :attr:`live`."""
         if not self.live:
             self.drain()
-        elif self._scheduled is None and self._inflight is None:
-            self._scheduled = _loop().call_soon(self._send)
+        elif self._inflight is not None:
+            self._urgent = self._urgent or now  # sent once the batch in flight is back
+        elif self._scheduled is None or (now and not self._urgent):
+            if self._scheduled is not None:
+                self._scheduled.cancel()
+            self._urgent = now
+            loop = _loop()
+            if now:
+                self._scheduled = loop.call_soon(self._send)
+            else:
+                self._scheduled = loop.call_later(self.LINGER, self._send)
 
     def _send(self) -> None:
-        self._scheduled = None
+        self._scheduled, self._urgent = None, False
         if self._inflight is not None:
             return
         taken = [work for work in (party.take() for party in self.parties) if work]
@@ -158,7 +173,7 @@ class CrawlCore:
             _hand(handles, [exc] * len(handles))
         else:
             _hand(handles, results)
-        self.wake()
+        self.wake(now=self._urgent)
 
     def _settled(self) -> None:
         """Nothing left to send: whoever waited for that is told."""

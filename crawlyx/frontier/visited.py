@@ -323,9 +323,11 @@ class VisitedTable:
             self.core.wake()
 
     def want(self, n: int) -> None:
-        """Pop up to ``n`` requests with the next batch; :attr:`on_popped` gets them."""
+        """Pop up to ``n`` requests with the next batch, sent now; :attr:`on_popped` gets
+        them."""
         self._want = max(self._want, n)
-        self._wake()
+        if self.core is not None:
+            self.core.wake(now=True)
 
     def done_later(self, fp: str) -> None:
         """leased -> done, with the next batch (after every claim already pending)."""
