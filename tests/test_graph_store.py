@@ -58,6 +58,22 @@ def test_the_same_links_recorded_again_change_nothing(store, redis_client):
     assert set(graph.nodes) == {B + "/a", B + "/b", B + "/c"}  # linked URLs are nodes
 
 
+def test_a_links_usual_text_is_stored_once(store, redis_client):
+    nav = {"/docs": "Documentation", "/blog": "Blog", "/img": ""}
+    store.record([page("/a", links=nav), page("/b", links={**nav, "/blog": "Our \1blog"})])
+    graph = store.load()
+    assert graph.links[B + "/a"] == {
+        B + "/docs": "Documentation",
+        B + "/blog": "Blog",
+        B + "/img": "",
+    }
+    assert graph.links[B + "/b"][B + "/blog"] == "Our blog"  # its own text, not the label
+    assert graph.links[B + "/b"][B + "/docs"] == "Documentation"
+    # /b's "Documentation" is one byte: its target's label.
+    packed = redis_client.hget(store.links_key, redis_client.hget(store.ids_key, B + "/b"))
+    assert b"Documentation" not in packed and b"Our blog" in packed
+
+
 def test_cycles_and_self_links_are_kept(store):
     store.record([page("/a", links={"/b": "b"}), page("/b", links={"/a": "a", "/b": "me"})])
     graph = store.load()

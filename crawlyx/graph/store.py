@@ -8,8 +8,14 @@ job's expiry and ``scrapy jobs --drop`` cover them)::
                                      truncated (1 once an edge did not fit), start
     crawlyx:{job}:graph:links  hash  source id -> its out-links, packed: a uint32 count n,
                                      n uint32 target ids, their n anchor texts joined by NUL
+                                     (SOH for a target's usual text: its label)
+    crawlyx:{job}:graph:labels hash  id -> the first anchor text recorded for a link to it
     crawlyx:{job}:graph:nodes  hash  id -> what is known of the URL, compact JSON (FIELDS)
     crawlyx:{job}:graph:sigs   hash  id -> the page's near-duplicate signature (raw bytes)
+
+Links are most of a graph, and most of their text is a site's navigation, the same
+anchor text on every page: a link whose text is its target's label is stored as one
+byte.
 
 A URL has an id once anything is recorded of it, a link to it included; ids are given
 by one Lua script, so processes agree on them. A batch of records is one round trip.
@@ -46,13 +52,13 @@ FIELDS = {
     "u": "summary",  # the start page's only
 }
 
-# KEYS: ids, meta, links, nodes, sigs.
+# KEYS: ids, meta, links, nodes, sigs, labels.
 # ARGV: max edges, records (JSON: a list of [url, {key: value}, links or null,
 #   signature or null]; links: [[url, ...], [anchor, ...]]; signature: the index in ARGV
 #   of the raw signature), then the signatures.
 # Returns the edges kept by this call and whether the graph is truncated.
 _RECORD = """
-local ids, meta, links, nodes, sigs = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local ids, meta, links, nodes, sigs, labels = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local max_edges = tonumber(ARGV[1])
 local function ids_of(urls, n)  -- the ids of urls[1..n], given to those without one
   local got = {}
@@ -89,10 +95,20 @@ for _, rec in ipairs(cjson.decode(ARGV[2])) do
       redis.call('HSET', meta, 'truncated', 1)
     end
     if n > 0 then
-      local packed, texts = {struct.pack('<I4', n)}, {}
-      for i, target in ipairs(ids_of(out[1], n)) do
-        packed[i + 1] = struct.pack('<I4', target)
-        texts[i] = out[2][i]
+      local packed, texts, targets = {struct.pack('<I4', n)}, {}, ids_of(out[1], n)
+      for k = 1, n, 1000 do
+        local last = math.min(k + 999, n)
+        local usual = redis.call('HMGET', labels, unpack(targets, k, last))
+        for i = k, last do
+          local text, label = out[2][i], usual[i - k + 1]
+          packed[i + 1] = struct.pack('<I4', targets[i])
+          if not label and text ~= '' then
+            redis.call('HSET', labels, targets[i], text)
+            label = text
+          end
+          if text ~= '' and text == label then text = '\1' end
+          texts[i] = text
+        end
       end
       redis.call('HSET', links, id, table.concat(packed) .. table.concat(texts, '\\0'))
       redis.call('HINCRBY', meta, 'edges', n)
@@ -105,6 +121,7 @@ return {kept, redis.call('HGET', meta, 'truncated') == '1' and 1 or 0}
 
 # "\0" ends nothing: the script joins anchors with it, so they may not hold one.
 _NUL = "\0"
+_LABEL = "\1"  # in a link's text: its target's label
 _COUNT = struct.Struct("<I")
 
 
@@ -129,9 +146,10 @@ class GraphStore:
         self.state = state
         self.client = state.client
         self.max_edges = max_edges
-        names = ("ids", "meta", "links", "nodes", "sigs")
+        names = ("ids", "meta", "links", "nodes", "sigs", "labels")
         self.keys = [state.key(f"graph:{name}") for name in names]
-        self.ids_key, self.meta_key, self.links_key, self.nodes_key, self.sigs_key = self.keys
+        self.ids_key, self.meta_key, self.links_key, self.nodes_key, self.sigs_key = self.keys[:5]
+        self.labels_key = self.keys[5]
         self._record = self.client.register_script(_RECORD)
 
     def record(self, records: list[Record], client=None, core=None) -> tuple[int, bool] | None:
@@ -142,7 +160,8 @@ class GraphStore:
         for rec in records:
             links = None
             if rec.links is not None:
-                links = [list(rec.links), [text.replace(_NUL, "") for text in rec.links.values()]]
+                texts = [text.replace(_NUL, "").replace(_LABEL, "") for text in rec.links.values()]
+                links = [list(rec.links), texts]
             sig = None
             if rec.signature is not None:
                 signatures.append(rec.signature)
@@ -183,11 +202,14 @@ class GraphStore:
             url = urls.get(int(id_))
             if url is not None:
                 graph.nodes[url].signature = sig
+        labels = {int(id_): text.decode() for id_, text in self._scan(self.labels_key)}
         for id_, packed in self._scan(self.links_key):
             url = urls.get(int(id_))
             if url is not None:
                 graph.links[url] = {
-                    urls[target]: text for target, text in unpack(packed) if target in urls
+                    urls[target]: labels.get(target, "") if text == _LABEL else text
+                    for target, text in unpack(packed)
+                    if target in urls
                 }
         if not graph.truncated and graph.start in graph.nodes:
             depths = distances(graph)
