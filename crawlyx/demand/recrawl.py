@@ -77,7 +77,7 @@ class Recrawl:
             changed = registry.fetched(url, now, digest, etag, modified)
             self._count(changed)
             return changed
-        answer = asyncio.get_event_loop().create_future()
+        answer = asyncio.get_running_loop().create_future()
         self._rows.append((answer, registry, url, now, digest, etag, modified))
         core.wake()
         return answer

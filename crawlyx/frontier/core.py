@@ -90,12 +90,13 @@ class CrawlCore:
     def live(self) -> bool:
         """In a running reactor: batches are sent from the I/O thread. Outside one (a
         tool, a test driving components by hand), :meth:`wake` sends at once and waits."""
-        return _loop().is_running()
+        return _loop() is not None
 
     def wake(self, now: bool = False) -> None:
         """A party has work: send it within :attr:`LINGER`, or on the reactor's next free
         turn if it waits for the answer (``now``: requests to fetch). See :attr:`live`."""
-        if not self.live:
+        loop = _loop()
+        if loop is None:
             self.drain()
         elif self._inflight is not None:
             self._urgent = self._urgent or now  # sent once the batch in flight is back
@@ -103,7 +104,6 @@ class CrawlCore:
             if self._scheduled is not None:
                 self._scheduled.cancel()
             self._urgent = now
-            loop = _loop()
             if now:
                 self._scheduled = loop.call_soon(self._send)
             else:
@@ -124,6 +124,8 @@ class CrawlCore:
         loop = _loop()
 
         def answered(f: Future) -> None:
+            if loop is None:
+                return  # not live: wait() handles it
             try:
                 loop.call_soon_threadsafe(self._done, f)
             except RuntimeError:  # the loop is closed: wait() handles it, if anyone
@@ -166,7 +168,9 @@ class CrawlCore:
         except REDIS_DOWN as exc:
             outage(self.stats, "sending the crawl's batch", exc)
             _hand(handles, [exc] * len(handles))
-            self._scheduled = _loop().call_later(self.RETRY_DELAY, self._send)
+            loop = _loop()
+            if loop is not None:  # not live: sent again by the next call that needs it
+                self._scheduled = loop.call_later(self.RETRY_DELAY, self._send)
             return
         except Exception as exc:  # a fault in a party's commands: theirs to report
             logger.error("Redis batch failed: %s: %s", type(exc).__name__, exc)
@@ -226,8 +230,12 @@ def _hand(handles, results) -> None:
             logger.exception("Handling a Redis batch's results failed")
 
 
-def _loop() -> asyncio.AbstractEventLoop:
-    return asyncio.get_event_loop()
+def _loop() -> asyncio.AbstractEventLoop | None:
+    """The running reactor's event loop, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def crawl_core(crawler) -> CrawlCore:
