@@ -411,6 +411,7 @@ def test_a_failed_render_emits_the_http_version_under_the_lease_rules(scheduler)
     page = {
         "links": {link: (link, url_fingerprint(link)) for link in links},
         **dict.fromkeys(("title", "description", "lang", "canonical", "markdown", "blocks")),
+        "digest": "0123456789abcdef",
     }
     facts = dict.fromkeys(("final_url", "status", "etag", "last_modified", "elapsed_ms", "bytes"))
     request.meta[render.RENDER_META] = "browser"

@@ -30,18 +30,19 @@ from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from weakref import WeakKeyDictionary
 
-from scrapy import signals
-
-from crawlyx.content.markdown import LINK_STYLES
-from crawlyx.content.page import analyze
+from crawlyx.content import LINK_STYLES
 from crawlyx.content.sitemap import read_sitemap
 from crawlyx.process import running
 
 
 def _start_worker(crawl_pid: int) -> None:
-    """Pool initializer: below the crawl process's priority, and gone when it is."""
+    """Pool initializer: below the crawl process's priority, gone when it is, and ready
+    to read (the page-reading code imported before the first page comes)."""
     os.nice(10)
     threading.Thread(target=_exit_with, args=(crawl_pid,), daemon=True).start()
+    import numpy  # noqa: F401 - for the near-duplicate signatures
+
+    import crawlyx.content.page  # noqa: F401
 
 
 def _exit_with(crawl_pid: int) -> None:
@@ -56,21 +57,39 @@ def _started() -> None:
     """The warm-up task: submitting it makes the pool start a worker."""
 
 
-# A page past this size leaves its worker with a heap as large as its parse (lxml's tree
-# and the light tree the converter walks are many times the page). Freed, that memory
-# stays with the process (the allocator keeps it for the next page) unless given back:
-# after such a page the worker collects and returns its free memory to the system, so a
-# worker's size follows the page it reads, not the biggest page it ever read.
+# A big page leaves its worker with a heap as large as its parse (lxml's tree and the
+# light tree the converter walks are many times the page). Freed, that memory stays with
+# the process (the allocator keeps it for the next page) unless given back: after a page
+# past TRIM_BYTES, or once the worker has grown TRIM_GROWTH since it last gave memory
+# back (pages of a few hundred KB, one after another), the worker collects and returns
+# its free memory to the system, so its size follows the page it reads, not the biggest
+# page it ever read.
 TRIM_BYTES = 1 << 20
+TRIM_GROWTH = 32 << 20
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_trimmed_at = [0]  # this worker's RSS after it last gave memory back
 
 
 def read_page(page: str, url: str, scope: str | None, **options) -> dict:
     """:func:`crawlyx.content.page.analyze`, in a worker."""
+    # Imported here: the workers have it (see _start_worker); the crawl process, which
+    # never reads a page, does without the converter and its imports.
+    from crawlyx.content.page import analyze
+
     try:
         return analyze(page, url, scope, **options)
     finally:
-        if len(page) > TRIM_BYTES:
+        if len(page) > TRIM_BYTES or _rss() > _trimmed_at[0] + TRIM_GROWTH:
             _give_back_memory()
+            _trimmed_at[0] = _rss()
+
+
+def _rss() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_SIZE
+    except OSError:  # not Linux: only big pages trigger it
+        return 0
 
 
 def _give_back_memory() -> None:
@@ -214,7 +233,10 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     # forkserver: workers start from a clean interpreter, not a copy of the reactor,
     # its threads and its sockets.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["crawlyx.content.page", "crawlyx.content.sitemap"])
+    # Only this module is preloaded: the fork server lives as long as the crawl, and what
+    # it imported would be counted again in its RSS (each worker imports the page-reading
+    # code as it starts, see _start_worker).
+    context.set_forkserver_preload(["crawlyx.content.workers"])
     return ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,
@@ -228,6 +250,8 @@ _workers: WeakKeyDictionary = WeakKeyDictionary()
 
 def page_workers(crawler) -> PageWorkers:
     """The crawl's one pool, built on first use and shut down when the engine stops."""
+    from scrapy import signals  # here: the workers import this module, and need no Scrapy
+
     workers = _workers.get(crawler)
     if workers is None:
         workers = _workers[crawler] = PageWorkers.from_crawler(crawler)

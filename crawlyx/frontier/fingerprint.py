@@ -9,11 +9,13 @@ fingerprint, whoever created the request (the spider, a redirect, a retry).
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from scrapy import Request
-
 from crawlyx.urls.normalize import normalize_url
+
+if TYPE_CHECKING:  # the page workers fingerprint links and need no Scrapy
+    from scrapy import Request
 
 
 def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> str:

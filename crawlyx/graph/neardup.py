@@ -19,20 +19,23 @@ from __future__ import annotations
 import struct
 import zlib
 
-import numpy as np
-
 BINS = 64
 _EMPTY = (1 << 64) - 1
 _PACK = struct.Struct(f"<{BINS}Q")
 _DIGITS = str.maketrans("123456789", "000000000")
 # Odd multipliers: a shingle's hash depends on its words and their order.
-_K1, _K2, _K3 = (np.uint64(k) for k in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B1))
-_M1, _M2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
-_S = np.uint64(33)
+_K1, _K2, _K3 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B1
+_M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
+_S = 33
 
 
 def signature(text: str) -> bytes:
     """``text``'s MinHash: BINS little-endian unsigned 64-bit values (512 bytes)."""
+    # numpy here: the workers have it (crawlyx.content.workers); the crawl process,
+    # which compares signatures at most, does without.
+    import numpy as np
+
+    k1, k2, k3, m1, m2, s = map(np.uint64, (_K1, _K2, _K3, _M1, _M2, _S))
     words = text.lower().translate(_DIGITS).split()
     if not words:
         return _PACK.pack(*[_EMPTY] * BINS)  # no words: every such page is alike
@@ -40,12 +43,12 @@ def signature(text: str) -> bytes:
     h = np.fromiter((ids[word] for word in words), dtype=np.uint64, count=len(words))
     if len(h) < 3:
         h = np.concatenate([h, np.zeros(3 - len(h), dtype=np.uint64)])
-    x = h[:-2] * _K1 + h[1:-1] * _K2 + h[2:] * _K3  # wraps around, as meant
-    x ^= x >> _S  # the finalizer of MurmurHash3: every bit of x depends on every word bit
-    x *= _M1
-    x ^= x >> _S
-    x *= _M2
-    x ^= x >> _S
+    x = h[:-2] * k1 + h[1:-1] * k2 + h[2:] * k3  # wraps around, as meant
+    x ^= x >> s  # the finalizer of MurmurHash3: every bit of x depends on every word bit
+    x *= m1
+    x ^= x >> s
+    x *= m2
+    x ^= x >> s
     mins = np.full(BINS, _EMPTY, dtype=np.uint64)
     np.minimum.at(mins, (x % np.uint64(BINS)).astype(np.intp), x)
     values = mins.tolist()

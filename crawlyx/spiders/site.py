@@ -16,7 +16,6 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
-from crawlyx.content.page import digest
 from crawlyx.content.workers import page_workers
 from crawlyx.demand.recrawl import Recrawl
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
@@ -247,9 +246,7 @@ class SiteSpider(Spider):
         if fits:
             if self.graph is not None:
                 self.graph.page(url, depth, page, directives, facts["status"])
-            changed = self.recrawl.fetched(
-                url, page.get("digest") or digest(page["markdown"]), facts
-            )
+            changed = self.recrawl.fetched(url, page.get("digest", ""), facts)
             if self.recrawl.emit(changed):
                 yield self._item(url, depth, referrer, page, facts, kind, changed)
             elif self.quota is not None:  # a refresh run's unchanged page: done, slot unused

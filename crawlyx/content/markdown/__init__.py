@@ -20,6 +20,7 @@ Choices (see also the class docstring):
 
 from __future__ import annotations
 
+from crawlyx.content import LINK_STYLES
 from crawlyx.content.markdown.code import code_language as code_language
 from crawlyx.content.markdown.converter import CrawlyxMarkdownConverter
 from crawlyx.content.markdown.tags import DROP_TAGS as DROP_TAGS
@@ -35,9 +36,6 @@ def _get_converter() -> CrawlyxMarkdownConverter:
     if _converter is None:
         _converter = CrawlyxMarkdownConverter()
     return _converter
-
-
-LINK_STYLES = ("inline", "reference", "none")
 
 
 def html_to_markdown(html: str | bytes, base_url: str, links: str = "inline") -> str:
