@@ -20,7 +20,8 @@ a redirect, a lease given back, the end-of-crawl checks) calls :meth:`CrawlCore.
 first, so what it sends cannot overtake a batch already taken.
 
 Redis unreachable: each party gets the error and keeps its work for the next batch,
-which is tried again after :attr:`CrawlCore.RETRY_DELAY`.
+which is tried again after :attr:`CrawlCore.RETRY_DELAY`. Stats: ``crawlyx/redis/batches``
+(round trips the core made).
 """
 
 from __future__ import annotations
@@ -64,8 +65,7 @@ class CrawlCore:
         self._inflight: tuple[Future, list] | None = None
         self._scheduled = None  # the reactor's call to send the next batch
         self._notify: list = []  # called once after the next batch is handled
-        self._urgent = False  # the next batch has work waiting for its answer
-        self.batches = 0  # round trips made (for the stats and the benchmarks)
+        self._urgent = False  # work came that waits for the batch in flight to be back
 
     def register(self, party: Party, last: bool = False) -> None:
         """Add a party; its commands run after those of the parties before it, and
@@ -93,24 +93,22 @@ class CrawlCore:
         return _loop() is not None
 
     def wake(self, now: bool = False) -> None:
-        """A party has work: send it within :attr:`LINGER`, or on the reactor's next free
-        turn if it waits for the answer (``now``: requests to fetch). See :attr:`live`."""
+        """A party has work: send it within :attr:`LINGER`, or at once (``now``: the
+        engine waits for requests to fetch, a written item for its page's release), or
+        as soon as the batch in flight is back. See :attr:`live`."""
         loop = _loop()
         if loop is None:
             self.drain()
         elif self._inflight is not None:
-            self._urgent = self._urgent or now  # sent once the batch in flight is back
-        elif self._scheduled is None or (now and not self._urgent):
-            if self._scheduled is not None:
-                self._scheduled.cancel()
-            self._urgent = now
-            if now:
-                self._scheduled = loop.call_soon(self._send)
-            else:
-                self._scheduled = loop.call_later(self.LINGER, self._send)
+            self._urgent = self._urgent or now
+        elif now:
+            self._unschedule()
+            self._send()
+        elif self._scheduled is None:
+            self._scheduled = loop.call_later(self.LINGER, self._send)
 
     def _send(self) -> None:
-        self._scheduled, self._urgent = None, False
+        self._scheduled = None
         if self._inflight is not None:
             return
         taken = [work for work in (party.take() for party in self.parties) if work]
@@ -162,7 +160,8 @@ class CrawlCore:
             return  # handled already, by wait()
         handles = self._inflight[1]
         self._inflight = None
-        self.batches += 1
+        if self.stats is not None:
+            self.stats.inc_value("crawlyx/redis/batches")
         try:
             results = future.result()
         except REDIS_DOWN as exc:
@@ -177,7 +176,8 @@ class CrawlCore:
             _hand(handles, [exc] * len(handles))
         else:
             _hand(handles, results)
-        self.wake(now=self._urgent)
+        urgent, self._urgent = self._urgent, False
+        self.wake(now=urgent)
 
     def _settled(self) -> None:
         """Nothing left to send: whoever waited for that is told."""
