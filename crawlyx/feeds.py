@@ -7,13 +7,33 @@ buffered items of pages it will not fetch again. Here every write is handed to t
 operating system at once (one more system call per item, no fsync: a killed process
 loses nothing; a machine that loses power may). A file appended to (``-o``, a resumed
 job) first loses the line a killed crawl left cut short.
+
+A page's release goes to Redis a moment after its item is written (with the crawl core's
+next batch): a crawl killed in between leaves the page to be fetched and written again.
+So each run records where it writes (``crawlyx:{job}:outputs``), and a run of the job
+reads the last items of every such file on this machine before it pops anything
+(:func:`release_written`, from the scheduler): their pages, if the job still has them
+queued or leased, are done.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 
 from scrapy.extensions.feedexport import FileFeedStorage as ScrapyFileFeedStorage
+
+from crawlyx.frontier.fingerprint import normalized_fingerprint
+from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
+
+logger = logging.getLogger(__name__)
+
+# The last items of an output whose pages may not be released yet: a killed crawl can
+# only have written a few past its last batch.
+TAIL_ITEMS = 64
+TAIL_BYTES = 64 << 20  # read at most this much of a file's end for them
+OUTPUTS = "outputs"  # crawlyx:{job}:outputs, a set of absolute paths
 
 
 class FileFeedStorage(ScrapyFileFeedStorage):
@@ -21,7 +41,52 @@ class FileFeedStorage(ScrapyFileFeedStorage):
         file = super().open(spider)
         if self.write_mode == "ab":
             _drop_cut_line(file)
+        if getattr(spider, "job", None) is not None:  # a crawlyx crawl
+            try:
+                state = crawl_state(spider.crawler)
+                state.client.sadd(state.key(OUTPUTS), os.path.abspath(file.name))
+            except REDIS_DOWN as exc:
+                outage(spider.crawler.stats, "recording the job's output", exc)
         return FlushedFile(file)
+
+
+def release_written(table) -> int:
+    """Done: the pages of the last items of the job's outputs on this machine that the
+    job still has queued or leased. Called as a run starts, before anything is popped
+    (Scrapy opens a feed with its first item). How many."""
+    paths = sorted(raw.decode() for raw in table.redis.smembers(table.state.key(OUTPUTS)))
+    urls = [url for path in paths for url in _last_urls(path, TAIL_ITEMS)]
+    done = table.written([normalized_fingerprint(url) for url in urls])
+    if done:
+        logger.info("crawlyx: %d pages an earlier run wrote were not released: done", done)
+    return done
+
+
+def _last_urls(path: str, items: int) -> list[str]:
+    """The ``url`` of the last ``items`` lines of a JSON lines file (none if it is gone)."""
+    try:
+        reader = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return []
+    with reader:
+        end = reader.seek(0, os.SEEK_END)
+        start, chunks, newlines = end, [], 0
+        while start > 0 and newlines <= items and end - start < TAIL_BYTES:
+            size = min(start, 1 << 20)
+            start -= size
+            reader.seek(start)
+            chunks.append(reader.read(size))
+            newlines += chunks[-1].count(b"\n")
+    lines = b"".join(reversed(chunks)).split(b"\n")[-items - 1 :]
+    urls = []
+    for line in lines:
+        try:
+            url = json.loads(line).get("url")
+        except (ValueError, AttributeError):
+            continue  # the partial first line, or not an item
+        if isinstance(url, str):
+            urls.append(url)
+    return urls
 
 
 def _drop_cut_line(file) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import pickle
 import threading
+import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -27,12 +28,12 @@ from crawlyx.middlewares.lease import LeaseMiddleware
 from crawlyx.spiders.site import SiteSpider
 
 
-def open_scheduler(redis_url: str) -> Scheduler:
+def open_scheduler(redis_url: str, **arguments) -> Scheduler:
     settings = {name: value for name, value in vars(project).items() if name.isupper()}
     settings["CRAWLYX_REDIS_URL"] = redis_url
     crawler = get_crawler(SiteSpider, settings_dict=settings)
     crawler._apply_settings()
-    crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
+    crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/", **arguments)
     scheduler = Scheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
     return scheduler
@@ -442,6 +443,33 @@ def test_feed_files_get_each_item_at_once(tmp_path):
     file.write(b'{"url": "http://127.0.0.1:9/"}\n')
     assert path.read_bytes() == b'{"url": "http://127.0.0.1:9/"}\n'  # not left in a buffer
     file.close()
+
+
+def test_a_page_written_by_a_killed_run_is_not_fetched_again(redis_url, tmp_path):
+    job = f"killed-{uuid.uuid4().hex[:8]}"
+    killed = open_scheduler(redis_url, job=job)
+    spider, table = killed.spider, killed.visited
+    for name in ("written", "pending", "queued"):
+        killed.enqueue_request(Request(f"http://127.0.0.1:9/{name}", spider.parse))
+    written, pending = killed.next_request(), killed.next_request()
+    # Its feed file, as the feed exporter opens it; the item of /written is in it, and
+    # the process is killed before its page's release is sent.
+    path = tmp_path / "first.jsonl"
+    file = FileFeedStorage(str(path), feed_options={"overwrite": False}).open(spider)
+    file.write(b'{"url": "http://127.0.0.1:9/written"}\n{"url": "http://127.0.0.1:9/other"}\n')
+    file.close()
+    table.redis.delete(table.owner_prefix + table.owner)  # its heartbeat, as it dies
+    killed._popped.clear()  # popped in vain: taken back as a dead process's leases
+    resumed = open_scheduler(redis_url, job=job)
+    try:
+        fps = [r.meta[LEASE_META] for r in (written, pending)]
+        assert [table.state_of(fp) for fp in fps] == [b"d", b"q"]
+        urls = []
+        while (request := resumed.next_request()) is not None:
+            urls.append(request.url)
+        assert sorted(urls) == ["http://127.0.0.1:9/pending", "http://127.0.0.1:9/queued"]
+    finally:
+        close_scheduler(resumed)
 
 
 def test_a_redis_error_skips_a_heartbeat_and_the_beating_goes_on(own_redis, own_scheduler):

@@ -34,6 +34,7 @@ import redis
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
+from crawlyx.feeds import release_written
 from crawlyx.frontier import queued
 from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.frontier.state import REDIS_DOWN, outage
@@ -75,6 +76,7 @@ class Scheduler(RedisScheduler):
         self.visited.retire_gone_neighbours()  # killed here: no need to wait for the TTL
         self.visited.unpark()  # left by an earlier run for this one (robots.txt unreachable)
         requeued = self.visited.requeue_dead()
+        release_written(self.visited)  # written by a run killed before it released them
         queued = self.visited.queued()
         if requeued or queued:
             logger.info(

@@ -171,6 +171,22 @@ redis.call('RPUSH', KEYS[2], ARGV[1] .. string.sub(value, bar + 1))
 return 1
 """
 
+# KEYS: visited, leases. ARGV: fps of pages whose items are in the output already.
+# Those still queued or leased are done (a queue entry left behind is dropped when
+# popped); returns how many.
+_WRITTEN = """
+local n = 0
+for i = 1, #ARGV do
+  local state = redis.call('HGET', KEYS[1], ARGV[i])
+  if state == 'q' or state == 'l' then
+    redis.call('HSET', KEYS[1], ARGV[i], 'd')
+    redis.call('HDEL', KEYS[2], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+"""
+
 # KEYS: parked, queue. Puts every parked request back on the queue; returns how many.
 _UNPARK = """
 local n = 0
@@ -330,7 +346,9 @@ class VisitedTable:
             self.core.wake(now=True)
 
     def done_later(self, fp: str) -> None:
-        """leased -> done, with the next batch (after every claim already pending)."""
+        """leased -> done, with the next batch (after every claim already pending). A
+        process killed before it is sent leaves the page queued, unless its item was
+        written (see crawlyx.feeds)."""
         self.held.discard(fp)
         self._dones.append(fp)
         self._wake()
@@ -440,6 +458,16 @@ class VisitedTable:
         """Before a direct call: the core's batch in flight is answered first."""
         if self.core is not None:
             self.core.wait()
+
+    def written(self, fps: list[str]) -> int:
+        """Pages whose items the output holds already are done, if they were not: a
+        process killed between writing an item and its page's release (sent with its
+        next batch) left them to be fetched and written again. How many."""
+        if not fps:
+            return 0
+        self._quiet()
+        script = self.redis.register_script(_WRITTEN)
+        return int(script(keys=[self.visited_key, self.leases_key], args=fps))
 
     def unpark(self) -> int:
         """Put the requests earlier runs parked back on the queue; returns how many."""
