@@ -636,7 +636,7 @@ def _drop_link_lists(root, stats) -> None:
             contents.update(el.iter(), el.iterancestors())
     found = []
     for el in root.iter(*_BLOCKS):
-        if el is root or any(a in found for a in el.iterancestors()):
+        if el is root or (found and any(a in found for a in el.iterancestors())):
             continue
         links = sum(1 for _ in el.iter("a"))
         words, link_words = stats[el]
@@ -674,7 +674,7 @@ def _drop_teasers(root, stats, url: str) -> None:
     found: list = []
     prose = 0
     for el in root.iter():
-        if not isinstance(el.tag, str) or any(a in found for a in el.iterancestors()):
+        if not isinstance(el.tag, str) or (found and any(a in found for a in el.iterancestors())):
             continue
         if el.tag == "p":
             prose += _prose(el, stats)
