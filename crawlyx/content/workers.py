@@ -65,7 +65,7 @@ def _started() -> None:
 # its free memory to the system, so its size follows the page it reads, not the biggest
 # page it ever read.
 TRIM_BYTES = 1 << 20
-TRIM_GROWTH = 16 << 20
+TRIM_GROWTH = 32 << 20
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _trimmed_at = [0]  # this worker's RSS after it last gave memory back
 
