@@ -185,7 +185,7 @@ class GraphRecorder:
             url = normalize_url(url)
         except ValueError:
             return None
-        return url if spider is not None and spider.in_scope(url) else None
+        return url if spider is not None and spider.scope.contains(url) else None
 
     # -- sending ----------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ class HopRules:
 
     def _redirect(self, redirected, request, reason):
         spider = self.crawler.spider
-        checked = request.callback is not NO_CALLBACK and hasattr(spider, "traps")
+        checked = request.callback is not NO_CALLBACK and hasattr(spider, "scope")
         graph = graph_recorder(self.crawler) if checked else None
         if graph is not None:
             # Every hop is in the link graph, followed or not, its target known or not.
@@ -76,15 +76,16 @@ def _check_hop(spider, request, target: str) -> None:
     if loop:
         path = " -> ".join([*chain[chain.index(loop[0]) :], target])
         raise RedirectRefused("trap", f"redirect loop: {path}", loop)
-    trap = spider.traps.reason(url)
+    scope = spider.scope
+    trap = scope.traps.reason(url)
     if trap is not None:
         raise RedirectRefused("trap", f"redirects to {target}: {trap}", [request.url])
     if request.meta.get("crawlyx_anchor"):
         return
-    if not spider.in_scope(url):
-        detail = f"redirects to {target}, outside {spider.origin}"
+    if not scope.contains(url):
+        detail = f"redirects to {target}, outside {scope.origin}"
         raise RedirectRefused("out_of_scope", detail, [request.url])
-    if not spider.allowed(url):
+    if not scope.allowed(url):
         detail = f"redirects to {target}, refused by allow/deny"
         raise RedirectRefused("out_of_scope", detail, [request.url])
 

@@ -29,7 +29,8 @@ from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
 from crawlyx.policy.optout import OptOut
-from crawlyx.urls.normalize import normalize_url, url_origin
+from crawlyx.urls.normalize import normalize_url
+from crawlyx.urls.scope import Scope
 from crawlyx.urls.traps import PatternTraps, TrapRules
 
 
@@ -43,7 +44,6 @@ class SiteSpider(Spider):
         super().__init__(*args)
         # Every crawl is a job, resumable by name (see crawlyx.frontier.jobs).
         self.job = self.args.job or generated_name(self.args.start)
-        self.origin: str | None = None
         self.sitemap_max_bytes = 0
         self.closing = False
         self.render_mode = "never"  # as run, from -a render or CRAWLYX_RENDER (from_crawler)
@@ -71,7 +71,12 @@ class SiteSpider(Spider):
         spider.browser_meta = render.browser_meta(settings)
         spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
         spider.workers = page_workers(crawler)  # settings checked before the crawl starts
-        spider.traps = TrapRules.from_settings(settings)
+        spider.scope = Scope(
+            TrapRules.from_settings(settings),
+            spider.args.allow,
+            spider.args.deny,
+            state=lambda: crawl_state(crawler),
+        )
         spider.pattern_traps = PatternTraps.from_settings(settings)
         spider.opt_out = OptOut.from_settings(settings)
         spider.job_run = JobRun.from_crawler(crawler)
@@ -120,49 +125,15 @@ class SiteSpider(Spider):
         callback = callback or self.parse
         return Request(url, callback, headers=headers, errback=self.on_error, meta=meta)
 
-    # -- scope ------------------------------------------------------------------------
-
-    def _scope(self) -> str | None:
-        """The origin the crawl is confined to: the start URL's, after its redirects.
-        Fixed once per job, by whichever process fetched the start URL."""
-        if self.origin is None:
-            raw = crawl_state(self.crawler).client.hget(self._meta_key, "origin")
-            self.origin = raw.decode() if raw else None
-        return self.origin
-
-    @property
-    def _meta_key(self) -> str:
-        return crawl_state(self.crawler).key("meta")
+    # -- scope (crawlyx/urls/scope.py) ---------------------------------------------------
 
     def _anchor(self, response) -> str:
-        origin = url_origin(normalize_url(response.url))
-        client = crawl_state(self.crawler).client
-        client.hsetnx(self._meta_key, "origin", origin)
-        self.origin = None
-        origin = self._scope()
+        """The start URL's response: it fixes the crawl's scope."""
+        origin = self.scope.fix(normalize_url(response.url))
         if self.graph is not None:
             self.graph.anchor(response)
         self.logger.info("Crawl scope: %s (start %s)", origin, self.args.start)
         return origin
-
-    def in_scope(self, url: str) -> bool:
-        """``url`` (normalized) is on the crawl's origin."""
-        scope = self._scope()
-        return scope is not None and url.startswith(scope + "/")
-
-    def _scoped(self, url: str) -> str | None:
-        """``url`` normalized, if it is a URL on the crawl's origin; None otherwise."""
-        try:
-            url = normalize_url(url)
-        except ValueError:
-            return None
-        return url if self.in_scope(url) else None
-
-    def allowed(self, url: str) -> bool:
-        """Allowed by allow/deny (regexes on the normalized URL)."""
-        if self.args.allow is not None and not self.args.allow.search(url):
-            return False
-        return self.args.deny is None or not self.args.deny.search(url)
 
     # -- pages ------------------------------------------------------------------------
 
@@ -204,7 +175,7 @@ class SiteSpider(Spider):
             # The browser followed a redirect (or the page's scripts changed its URL)
             # out of the scheduler's sight: the page is the one it ended on, if on the
             # crawl's origin and no one else has it.
-            if not self.in_scope(url):
+            if not self.scope.contains(url):
                 for output in self._render_failed(response.request, f"navigated to {url}"):
                     yield output
                 return
@@ -212,7 +183,7 @@ class SiteSpider(Spider):
                 self.crawler.stats.inc_value("crawlyx/frontier/duplicates")
                 return
         try:
-            page = await self.workers.read(response.text, response.url, self._scope())
+            page = await self.workers.read(response.text, response.url, self.scope.origin)
         except Exception as exc:  # undecodable or pathological markup: this page only
             self.errors.record(url, "parse", f"{type(exc).__name__}: {exc}", referrer)
             return
@@ -266,22 +237,22 @@ class SiteSpider(Spider):
         if self.args.max_pages is None:
             return True, False
         if self.quota is None:
-            client = crawl_state(self.crawler).client
-            self.quota = PageQuota(client, self._meta_key, self.args.max_pages)
+            state = crawl_state(self.crawler)
+            self.quota = PageQuota(state.client, state.key("meta"), self.args.max_pages)
         return self.quota.take()
 
     def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str, chain=None):
         seen, skipped = self.visited, 0
         new = self.recrawl.new(list(links))  # a refresh run fetches known pages when due
         for link, (raw, fp) in links.items():
-            if link not in new or not self.allowed(link):
+            if link not in new or not self.scope.allowed(link):
                 continue
             # Links this process already offered (navigation on every page) stop
             # here; the scheduler's claim decides the rest.
             if seen.known(fp):
                 skipped += 1
                 continue
-            trap = self.traps.reason(link) or self.pattern_traps.reason(link, chain)
+            trap = self.scope.traps.reason(link) or self.pattern_traps.reason(link, chain)
             if trap is not None:
                 seen.remember(fp)  # reported once, not from every page linking it
                 self.errors.record(link, "trap", trap, referrer)
@@ -383,14 +354,14 @@ class SiteSpider(Spider):
         """The site's pages due now (the registry of the crawl's origin: all in scope),
         asked for with their conditional headers."""
         for url, headers in self.recrawl.due(origin):
-            if self.allowed(url):
+            if self.scope.allowed(url):
                 yield self._request(url, depth=1, referrer=None, headers=headers)
 
     # -- sitemaps ---------------------------------------------------------------------
 
     def _sitemap_seeds(self, origin):
         robots = cached_robots(crawl_state(self.crawler), origin)
-        urls = [url for url in (robots.sitemaps if robots else []) if self._scoped(url)]
+        urls = [url for url in (robots.sitemaps if robots else []) if self.scope.normalized(url)]
         urls.append(origin + "/sitemap.xml")
         for url in urls:
             yield self._sitemap_request(url)
@@ -406,7 +377,7 @@ class SiteSpider(Spider):
         except Exception as exc:  # bad gzip, not a sitemap, or it killed a worker
             self.logger.warning("Skipping sitemap %s: %s", response.url, exc)
             return
-        scoped = {loc: self._scoped(loc) for loc in locs}
+        scoped = {loc: self.scope.normalized(loc) for loc in locs}
         if kind == "sitemapindex":
             for loc, url in scoped.items():
                 if url is not None:
@@ -417,7 +388,7 @@ class SiteSpider(Spider):
             self.graph.sitemap(listed)
         new = self.recrawl.new(listed)
         for loc, url in scoped.items():
-            if url in new and self.allowed(url):
+            if url in new and self.scope.allowed(url):
                 yield self._request(loc, depth=1, referrer=None)
 
     # -- failures ---------------------------------------------------------------------
