@@ -6,9 +6,10 @@ command at a time from the reactor thread, each is a round trip the reactor wait
 (about seven per page, half the crawl process's time). Here the components that have
 such work (*parties*: the visited table, the graph recorder, the page registry) keep it
 pending, and the core sends what they all have in one pipelined round trip, from one
-I/O thread, while the reactor goes on. One batch is in flight at a time: a batch goes
-out once the reactor has a turn free and the previous batch's answer is back, so the
-busier the crawl, the more each round trip carries.
+I/O thread, while the reactor goes on. One batch is in flight at a time. Work nobody
+waits for (releases, records, rows) lingers :attr:`CrawlCore.LINGER` for more to join
+it; work the engine waits for (requests to fetch) goes at once, or as soon as the batch
+in flight is back.
 
 Order is what makes this safe. Within a batch the parties' commands run in the order
 the parties were registered (the graph's records and the registry's rows before the
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
@@ -189,10 +191,7 @@ class CrawlCore:
         """Block until the batch in flight, if any, is answered and handled."""
         if self._inflight is not None:
             future = self._inflight[0]
-            try:
-                future.result()
-            except Exception:  # noqa: BLE001 - handled as _done handles it
-                pass
+            futures.wait([future])
             self._done(future)
 
     def drain(self) -> None:

@@ -101,8 +101,7 @@ class Scheduler(RedisScheduler):
             self._heartbeat.stop()
         if self.visited is not None:
             try:
-                if self.visited.core is not None:
-                    self.visited.core.drain()  # everything this process has pending
+                self.visited.core.drain()  # everything this process has pending
                 self.visited.sync()  # what Redis refused while draining
                 if self._popped:
                     self.visited.give_back(list(self._popped))
@@ -232,12 +231,6 @@ class Scheduler(RedisScheduler):
 
     def _ask(self) -> None:
         """Pop :attr:`POP_BATCH` more with the core's next batch."""
-        if self.visited.core is None:  # no core: a round trip now
-            try:
-                self._popped.extend(self.visited.pop_many(self.POP_BATCH))
-            except REDIS_DOWN as exc:
-                outage(self.stats, "popping requests", exc)
-            return
         if not (self._asking or self._drained):
             self._asking = True
             self.visited.want(self.POP_BATCH)
@@ -269,12 +262,11 @@ class Scheduler(RedisScheduler):
         if getattr(self.spider, "closing", False):
             return False
         core = self.visited.core
-        if core is not None and not core.live:  # driven by hand: what is pending, now
+        if not core.live:  # driven by hand: what is pending, now
             core.drain()
-        if self._asking or (core is not None and (core.busy or self.visited.pending)):
+        if self._asking or core.busy or self.visited.pending:
             # Not final until the batch is answered: asked again then.
-            if core is not None:
-                core.notify(self._wake_engine)
+            core.notify(self._wake_engine)
             return True
         try:
             return self._pending()

@@ -241,6 +241,7 @@ class VisitedTable:
         self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
         self._unlease = self.redis.register_script(_UNLEASE)
         self._unpark = self.redis.register_script(_UNPARK)
+        self._written = self.redis.register_script(_WRITTEN)
         self._offered: OrderedDict[str, None] = OrderedDict()
 
     # -- claiming ---------------------------------------------------------------
@@ -305,8 +306,7 @@ class VisitedTable:
         """One round trip now, after the core's batch in flight: send what is pending,
         mark ``done`` fingerprints done and pop up to ``pop`` requests. Returns (claims
         won, leases released, popped messages, redirect loops closed)."""
-        if self.core is not None:
-            self.core.wait()
+        self._quiet()
         pending, dones = self._pending, [*self._dones, *done]
         if not (pending or dones or pop):
             return [], [], [], []
@@ -466,8 +466,7 @@ class VisitedTable:
         if not fps:
             return 0
         self._quiet()
-        script = self.redis.register_script(_WRITTEN)
-        return int(script(keys=[self.visited_key, self.leases_key], args=fps))
+        return int(self._written(keys=[self.visited_key, self.leases_key], args=fps))
 
     def unpark(self) -> int:
         """Put the requests earlier runs parked back on the queue; returns how many."""
