@@ -18,8 +18,8 @@ here, while Scrapy builds the rest.
 from __future__ import annotations
 
 from crawlyx import render
-from crawlyx.content.workers import PageWorkers, page_workers
-from crawlyx.frontier.state import start_embedded_redis
+from crawlyx.content.workers import PageWorkers
+from crawlyx.parts import CrawlParts
 
 # Read by the crawler process before any crawler (and its add-ons) exists.
 PRE_CRAWLER_SETTINGS = {
@@ -95,6 +95,7 @@ def set_entries(settings, name: str, entries: dict) -> None:
 class Addon:
     def __init__(self, crawler):
         self.crawler = crawler
+        self.parts = CrawlParts(crawler)  # what the components share (crawlyx/parts.py)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -116,8 +117,7 @@ class Addon:
         if getattr(spider, "render_mode", "never") != "never":
             render.install(settings, spider.render_mode)
         # Both take a while to boot: start them now, while Scrapy builds the components.
-        start_embedded_redis(self.crawler)
-        page_workers(self.crawler).warm_up()
+        self.parts.start()
 
     @staticmethod
     def check_settings(settings) -> None:

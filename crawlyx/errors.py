@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from ssl import SSLError
 
 from scrapy.exceptions import (
@@ -15,7 +16,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet import error as net
 from twisted.python.failure import Failure
 
-from crawlyx.graph.recorder import graph_recorder
+from crawlyx.parts import crawl_parts
 
 ERROR_CLASSES = (
     "http_4xx",
@@ -86,7 +87,10 @@ class ErrorLog:
     def __init__(self, crawler, path: str | None = None, append: bool = False):
         self.crawler = crawler
         self.file = open(path, "a" if append else "w", encoding="utf-8") if path else None
-        self.graph = graph_recorder(crawler)
+
+    @cached_property
+    def graph(self):
+        return crawl_parts(self.crawler).graph  # built after the spider, which builds this
 
     def record(
         self,

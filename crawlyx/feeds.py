@@ -25,7 +25,8 @@ import os
 from scrapy.extensions.feedexport import FileFeedStorage as ScrapyFileFeedStorage
 
 from crawlyx.frontier.fingerprint import normalized_fingerprint
-from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
+from crawlyx.frontier.state import REDIS_DOWN, outage
+from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ class FileFeedStorage(ScrapyFileFeedStorage):
             _drop_cut_line(file)
         if getattr(spider, "job", None) is not None:  # a crawlyx crawl
             try:
-                state = crawl_state(spider.crawler)
+                state = crawl_parts(spider.crawler).state
                 state.client.sadd(state.key(OUTPUTS), os.path.abspath(file.name))
             except REDIS_DOWN as exc:
                 outage(spider.crawler.stats, "recording the job's output", exc)

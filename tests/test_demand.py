@@ -58,7 +58,7 @@ def state(redis_client):
 
 def crawlyx_settings(**overrides) -> dict:
     values = {k: v for k, v in vars(project_settings).items() if k.startswith("CRAWLYX_")}
-    return {**values, **overrides}
+    return {**values, "ADDONS": project_settings.ADDONS, **overrides}
 
 
 # -- durations, sizing, the filter ------------------------------------------------------

@@ -17,8 +17,9 @@ from crawlyx.addon import Addon
 from crawlyx.content.page import ANCHOR_MAX_CHARS, analyze
 from crawlyx.frontier.state import State
 from crawlyx.graph.model import Node
-from crawlyx.graph.recorder import GraphRecorder, graph_recorder
+from crawlyx.graph.recorder import GraphRecorder
 from crawlyx.graph.store import GraphStore, Record
+from crawlyx.parts import crawl_parts
 from tests.conftest import crawl_command, crawl_env, free_port, read_items
 from tests.site import QuietHandler, Serving, SiteServer
 
@@ -183,9 +184,9 @@ def test_a_redis_outage_drops_the_batch_and_counts_it():
 def test_the_graph_settings():
     settings = {name: value for name, value in vars(project).items() if name.isupper()}
     crawler = get_crawler(settings_dict={**settings, "CRAWLYX_GRAPH_ENABLED": False})
-    assert graph_recorder(crawler) is None
+    assert crawl_parts(crawler).graph is None
     crawler = get_crawler(settings_dict=settings)
-    assert graph_recorder(crawler) is graph_recorder(crawler)  # one per crawl
+    assert crawl_parts(crawler).graph is crawl_parts(crawler).graph  # one per crawl
     with pytest.raises(ValueError, match="CRAWLYX_GRAPH_MAX_EDGES"):
         Addon.check_settings(Settings({**settings, "CRAWLYX_GRAPH_MAX_EDGES": -1}))
 

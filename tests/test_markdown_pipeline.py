@@ -6,6 +6,8 @@ from scrapy.utils.test import get_crawler
 from crawlyx.pipelines.markdown import MarkdownPipeline
 from crawlyx.spiders.site import SiteSpider
 
+ADDON = {"ADDONS": {"crawlyx.addon.Addon": 0}}
+
 
 class Hashes:
     """Stands in for the graph recorder: keeps what it is told."""
@@ -18,7 +20,8 @@ class Hashes:
 
 
 def test_pages_without_content_are_hashed_but_not_recorded_as_duplicates():
-    crawler = get_crawler(SiteSpider, settings_dict={"CRAWLYX_GRAPH_ENABLED": False})
+    crawler = get_crawler(SiteSpider, settings_dict={"CRAWLYX_GRAPH_ENABLED": False, **ADDON})
+    crawler._apply_settings()
     pipeline = MarkdownPipeline.from_crawler(crawler)
     pipeline.graph = Hashes()
     items = [

@@ -159,7 +159,7 @@ def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
 
     from crawlyx import demand
     from crawlyx.demand.recrawl import Recrawl
-    from crawlyx.frontier.state import crawl_state
+    from crawlyx.parts import crawl_parts
     from crawlyx.spiders.site import SiteSpider
     from tests.test_demand import crawlyx_settings
 
@@ -168,8 +168,9 @@ def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
             CRAWLYX_REDIS_URL=redis_url, CRAWLYX_DEMAND_ENABLED=True, CRAWLYX_DEMAND_DRY_RUN=False
         )
     )
+    crawler._apply_settings()
     crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
-    demand.configure(crawler.settings, crawl_state(crawler))
+    demand.configure(crawler.settings, crawl_parts(crawler).state)
     recrawl = Recrawl(crawler, refresh=True)
     site = f"https://ladder-{time.time_ns()}.example"
     hot, cold, once = f"{site}/hot", f"{site}/cold", f"{site}/once"

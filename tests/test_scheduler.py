@@ -21,10 +21,10 @@ from crawlyx.feeds import FileFeedStorage
 from crawlyx.frontier import queued
 from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.frontier.scheduler import Scheduler
-from crawlyx.frontier.state import crawl_state
 from crawlyx.frontier.visited import LEASE_META, VisitedTable
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import LeaseMiddleware
+from crawlyx.parts import crawl_parts
 from crawlyx.spiders.site import SiteSpider
 
 
@@ -41,7 +41,7 @@ def open_scheduler(redis_url: str, **arguments) -> Scheduler:
 
 def close_scheduler(scheduler: Scheduler) -> None:
     scheduler.close("finished")
-    crawl_state(scheduler.crawler).delete_all()
+    crawl_parts(scheduler.crawler).state.delete_all()
     scheduler.spider.workers.close()  # started by the spider, stopped by the engine
 
 

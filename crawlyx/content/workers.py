@@ -28,7 +28,6 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
-from weakref import WeakKeyDictionary
 
 from crawlyx.content import LINK_STYLES
 from crawlyx.content.sitemap import read_sitemap
@@ -243,17 +242,3 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
         initializer=_start_worker,
         initargs=(os.getpid(),),
     )
-
-
-_workers: WeakKeyDictionary = WeakKeyDictionary()
-
-
-def page_workers(crawler) -> PageWorkers:
-    """The crawl's one pool, built on first use and shut down when the engine stops."""
-    from scrapy import signals  # here: the workers import this module, and need no Scrapy
-
-    workers = _workers.get(crawler)
-    if workers is None:
-        workers = _workers[crawler] = PageWorkers.from_crawler(crawler)
-        crawler.signals.connect(workers.close, signal=signals.engine_stopped)
-    return workers

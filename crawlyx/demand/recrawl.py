@@ -27,8 +27,8 @@ import time
 from crawlyx import demand
 from crawlyx.demand.ladder import Histogram, ladder_for, step
 from crawlyx.demand.registry import Page, Registry, registry_state
-from crawlyx.frontier.core import crawl_core, retryable
-from crawlyx.frontier.state import crawl_state
+from crawlyx.frontier.core import retryable
+from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import url_origin
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class Recrawl:
         site = url_origin(url)
         registry = self.registries.get(site)
         if registry is None:
-            state = registry_state(crawl_state(self.crawler).client)
+            state = registry_state(crawl_parts(self.crawler).state.client)
             registry = self.registries[site] = Registry.from_settings(state, site, self.settings)
         return registry
 
@@ -87,7 +87,7 @@ class Recrawl:
 
     def _core(self):
         if self.core is None:
-            self.core = crawl_core(self.crawler)
+            self.core = crawl_parts(self.crawler).core
             self.core.register(self)
         return self.core
 
@@ -153,7 +153,7 @@ class Recrawl:
     def due(self, origin: str, now: float | None = None):
         """The site's pages due at ``now``, each with its conditional headers."""
         now = time.time() if now is None else now
-        snapshot = crawl_state(self.crawler).key("refresh:due")
+        snapshot = crawl_parts(self.crawler).state.key("refresh:due")
         for page in self.registry(origin + "/").due_pages(now, snapshot):
             self.crawler.stats.inc_value("crawlyx/refresh/due")
             yield page.url, self.headers(page)

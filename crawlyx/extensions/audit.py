@@ -24,9 +24,9 @@ from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from crawlyx.frontier.state import crawl_state
 from crawlyx.graph.audit import FINDINGS
 from crawlyx.graph.outputs import Outputs, PageMarkdown, load_graph, write_outputs
+from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class Audit:
         # Under the URL the content came from: the graph's node of the page.
         url = normalize_url(page.get("final_url") or page["url"])
         if self.markdown is None:
-            self.markdown = PageMarkdown(crawl_state(self.crawler))
+            self.markdown = PageMarkdown(crawl_parts(self.crawler).state)
         try:
             self.markdown.save(url, markdown)
         except redis.RedisError as exc:
@@ -79,7 +79,7 @@ class Audit:
         self.stats.inc_value("crawlyx/audit/markdown_saved")
 
     def spider_closed(self, spider, reason):
-        state = crawl_state(self.crawler)
+        state = crawl_parts(self.crawler).state
         try:
             graph = load_graph(state, self.crawler.settings)
             report = write_outputs(graph, self.outputs, self.max_depth, PageMarkdown(state).get)

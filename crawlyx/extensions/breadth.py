@@ -36,7 +36,7 @@ from twisted.internet import task
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, breadth_state, utc_day
 from crawlyx.extensions import flush_counted
-from crawlyx.frontier.state import crawl_state
+from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ class Breadth:
 
     def spider_opened(self, spider):
         self.store = BreadthStore(
-            breadth_state(crawl_state(self.crawler).client), self.retention_days
+            breadth_state(crawl_parts(self.crawler).state.client), self.retention_days
         )
         self._task = task.LoopingCall(self.flush)
         self._task.start(self.interval, now=False)

@@ -28,7 +28,7 @@ from crawlyx import demand
 from crawlyx.demand import ladder
 from crawlyx.demand.ring import RingConfig
 from crawlyx.extensions import flush_counted
-from crawlyx.frontier.state import crawl_state
+from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class Demand:
         return ext
 
     def spider_opened(self, spider):
-        self.ring = demand.configure(self.crawler.settings, crawl_state(self.crawler))
+        self.ring = demand.configure(self.crawler.settings, crawl_parts(self.crawler).state)
         self._task = task.LoopingCall(self.flush)
         self._task.start(self.config.flush_interval, now=False)
 

@@ -32,9 +32,9 @@ from scrapy.exceptions import NotConfigured
 
 from crawlyx.errors import ERROR_CLASSES
 from crawlyx.extensions.telemetry import fetch_tally
-from crawlyx.frontier.visited import visited_table
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.window import WindowMiddleware
+from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class Metrics:
 
     def spider_opened(self, spider):
         self.collector.window_mw = installed(self.crawler, WindowMiddleware)
-        self.collector.visited = visited_table(self.crawler)
+        self.collector.visited = crawl_parts(self.crawler).visited
         self.start()
 
     def spider_closed(self, spider):

@@ -16,9 +16,9 @@ from twisted.internet import task
 
 from crawlyx.errors import error_counts
 from crawlyx.frontier.state import REDIS_DOWN, outage
-from crawlyx.frontier.visited import visited_table
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.window import WindowMiddleware
+from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class Progress:
         self._last = (now, pages)
         rate = (pages - before) / (now - then) if now > then else 0.0
         try:
-            queued = visited_table(self.crawler).queued()
+            queued = crawl_parts(self.crawler).visited.queued()
         except REDIS_DOWN as exc:  # an exception would stop the looping call
             outage(self.stats, "counting the queue", exc)
             queued = -1

@@ -235,11 +235,3 @@ def _loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def crawl_core(crawler) -> CrawlCore:
-    """The crawl's one core, owned by its :class:`~crawlyx.frontier.state.State` (which
-    drains it before it closes)."""
-    from crawlyx.frontier.state import crawl_state
-
-    return crawl_state(crawler).core(crawler.stats)

@@ -34,8 +34,9 @@ from urllib.parse import urlsplit
 from scrapy import signals
 
 from crawlyx.arguments import JOB_NAME
-from crawlyx.frontier.state import KEY_PREFIX, REDIS_DOWN, State, crawl_state, outage
+from crawlyx.frontier.state import KEY_PREFIX, REDIS_DOWN, State, outage
 from crawlyx.frontier.visited import VisitedTable, gone
+from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class JobRun:
 
     def opened(self, spider):
         logger.info("crawlyx: job %s (resume with -a job=%s)", spider.job, spider.job)
-        state = crawl_state(self.crawler)
+        state = crawl_parts(self.crawler).state
         record, now = state.key(RECORD), _now()
         pipe = state.client.pipeline()
         pipe.hsetnx(record, "start", spider.args.start)
@@ -97,7 +98,7 @@ class JobRun:
 
     def closed(self, spider, reason):
         try:
-            state = crawl_state(self.crawler)
+            state = crawl_parts(self.crawler).state
             record = state.key(RECORD)
             pipe = state.client.pipeline()
             pipe.hincrby(record, "pages", self.crawler.stats.get_value("item_scraped_count", 0))

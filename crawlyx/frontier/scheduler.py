@@ -38,7 +38,8 @@ from crawlyx.feeds import release_written
 from crawlyx.frontier import queued
 from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.frontier.state import REDIS_DOWN, outage
-from crawlyx.frontier.visited import LEASE_META, visited_table
+from crawlyx.frontier.visited import LEASE_META
+from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class Scheduler(RedisScheduler):
 
     def open(self, spider):
         self.spider = spider
-        self.visited = visited_table(self.crawler)
+        self.visited = crawl_parts(self.crawler).visited
         self.server = self.visited.redis
         self.visited.on_popped = self._arrived
         self._heartbeat = task.LoopingCall(self._beat)

@@ -24,12 +24,10 @@ import subprocess
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
-from weakref import WeakKeyDictionary
 
 import redis
 from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.retry import Retry
-from scrapy import signals
 
 logger = logging.getLogger(__name__)
 
@@ -270,20 +268,16 @@ class State:
             self.client.close()
 
 
-_states: WeakKeyDictionary = WeakKeyDictionary()
-_embedded: WeakKeyDictionary = WeakKeyDictionary()
-
-
-def start_embedded_redis(crawler) -> None:
-    """Start the embedded server (if the crawl uses it) without waiting for it: it boots
-    while the crawler builds its components, and :func:`crawl_state` connects to it. If
-    the crawl fails before that, the server is shut down when the process exits."""
-    settings = crawler.settings
-    if not settings.get("CRAWLYX_REDIS_URL") and crawler not in _embedded:
-        embedded = EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
-        embedded.start()
-        _embedded[crawler] = embedded
-        atexit.register(_stop_unused, embedded)
+def boot_embedded(settings) -> EmbeddedRedis | None:
+    """Start the embedded server, if the crawl uses it, without waiting for it: it boots
+    while the crawler builds its components. If the crawl fails before it connects, the
+    server is shut down when the process exits."""
+    if settings.get("CRAWLYX_REDIS_URL"):
+        return None
+    embedded = EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
+    embedded.start()
+    atexit.register(_stop_unused, embedded)
+    return embedded
 
 
 def _stop_unused(embedded: EmbeddedRedis) -> None:
@@ -292,18 +286,3 @@ def _stop_unused(embedded: EmbeddedRedis) -> None:
             embedded.release(embedded.connect())
         except (RuntimeError, redis.RedisError, OSError) as exc:  # it never came up
             logger.warning("Embedded Redis under %s: %s", embedded.data_dir, exc)
-
-
-def crawl_state(crawler) -> State:
-    """The crawl's one :class:`State`, shared by every component of the crawler."""
-    state = _states.get(crawler)
-    if state is None:
-        spider = crawler.spider
-        job = getattr(spider, "job", None)
-        if not job:
-            raise RuntimeError("crawlyx components need a spider with a job name")
-        state = State.connect(crawler.settings, job, _embedded.pop(crawler, None))
-        _states[crawler] = state
-        # Closed last, after every component's spider_closed handler has run.
-        crawler.signals.connect(state.close, signal=signals.engine_stopped)
-    return state

@@ -43,10 +43,9 @@ import os
 import socket
 import uuid
 from collections import OrderedDict
-from weakref import WeakKeyDictionary
 
-from crawlyx.frontier.core import CrawlCore, crawl_core, retryable
-from crawlyx.frontier.state import REDIS_DOWN, State, crawl_state, outage
+from crawlyx.frontier.core import CrawlCore, retryable
+from crawlyx.frontier.state import REDIS_DOWN, State, outage
 from crawlyx.process import running
 
 logger = logging.getLogger(__name__)
@@ -553,19 +552,3 @@ def _home() -> str:
     except OSError:
         namespace = ""
     return f"{socket.gethostname()}/{namespace}"
-
-
-_tables: WeakKeyDictionary = WeakKeyDictionary()
-
-
-def visited_table(crawler) -> VisitedTable:
-    """The crawl's one :class:`VisitedTable`, shared by the scheduler, spider and middlewares."""
-    table = _tables.get(crawler)
-    if table is None:
-        # A loop across fetches is looked for as far as a redirect chain is followed.
-        hops = crawler.settings.getint("REDIRECT_MAX_TIMES")
-        table = VisitedTable(
-            crawl_state(crawler), stats=crawler.stats, loop_hops=hops, core=crawl_core(crawler)
-        )
-        _tables[crawler] = table
-    return table

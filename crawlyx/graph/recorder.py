@@ -37,13 +37,13 @@ from __future__ import annotations
 import logging
 import re
 from base64 import b64decode
-from weakref import WeakKeyDictionary
 
 from redis.exceptions import NoScriptError
 from scrapy import signals
 
-from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
+from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.graph.store import GraphStore, Record, recorded
+from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class GraphRecorder:
     @property
     def store(self) -> GraphStore:
         if self._store is None:
-            self._store = GraphStore(crawl_state(self.crawler), self.max_edges)
+            self._store = GraphStore(crawl_parts(self.crawler).state, self.max_edges)
         return self._store
 
     @property
@@ -241,19 +241,6 @@ class GraphRecorder:
     def _failed(self, doing: str, exc: Exception, records: int) -> None:
         outage(self.stats, doing, exc)
         self.stats.inc_value("crawlyx/graph/record_failures", records)
-
-
-_recorders: WeakKeyDictionary = WeakKeyDictionary()
-
-
-def graph_recorder(crawler) -> GraphRecorder | None:
-    """The crawl's one :class:`GraphRecorder`, or None with CRAWLYX_GRAPH_ENABLED off."""
-    if not crawler.settings.getbool("CRAWLYX_GRAPH_ENABLED"):
-        return None
-    recorder = _recorders.get(crawler)
-    if recorder is None:
-        recorder = _recorders[crawler] = GraphRecorder.from_crawler(crawler)
-    return recorder
 
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url), ![alt](src)

@@ -29,7 +29,8 @@ from itemadapter import is_item
 from scrapy import Request, signals
 
 from crawlyx.frontier.state import REDIS_DOWN
-from crawlyx.frontier.visited import LEASE_META, visited_table
+from crawlyx.frontier.visited import LEASE_META
+from crawlyx.parts import crawl_parts
 
 _middlewares: WeakKeyDictionary = WeakKeyDictionary()
 
@@ -54,7 +55,7 @@ class LeaseMiddleware:
         async for output in result:
             if self._passed_on(response.request, output):
                 yield output
-        visited_table(self.crawler).release(response.request)
+        crawl_parts(self.crawler).visited.release(response.request)
 
     def process_spider_output(self, response, result):
         return self.output(response.request, result)
@@ -63,10 +64,10 @@ class LeaseMiddleware:
         for output in result:
             if self._passed_on(request, output):
                 yield output
-        visited_table(self.crawler).release(request)
+        crawl_parts(self.crawler).visited.release(request)
 
     def process_spider_exception(self, response, exception):
-        table = visited_table(self.crawler)
+        table = crawl_parts(self.crawler).visited
         if isinstance(exception, REDIS_DOWN):
             # Redis failed the page's reading (its quota, its origin, its claims): the
             # page is not handled, so it is not done. Given back, it is fetched again.
@@ -87,7 +88,7 @@ class LeaseMiddleware:
     def _item_out(self, item, **kwargs):
         fp = self._carried.pop(id(item), None)
         if fp is not None:
-            visited_table(self.crawler).finish(fp)
+            crawl_parts(self.crawler).visited.finish(fp)
 
 
 def errback_output(crawler, request, result):

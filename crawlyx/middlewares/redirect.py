@@ -27,7 +27,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 
 from crawlyx.errors import CrawlyxIgnore
-from crawlyx.graph.recorder import graph_recorder
+from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
 
 
@@ -47,7 +47,7 @@ class HopRules:
     def _redirect(self, redirected, request, reason):
         spider = self.crawler.spider
         checked = request.callback is not NO_CALLBACK and hasattr(spider, "scope")
-        graph = graph_recorder(self.crawler) if checked else None
+        graph = crawl_parts(self.crawler).graph if checked else None
         if graph is not None:
             # Every hop is in the link graph, followed or not, its target known or not.
             graph.hop(request.url, redirected.url, reason, request.meta.get("depth"))

@@ -35,7 +35,8 @@ from scrapy.http.request import NO_CALLBACK
 from twisted.python.failure import Failure
 
 from crawlyx.errors import CrawlyxIgnore, classify
-from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
+from crawlyx.frontier.state import REDIS_DOWN, outage
+from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import url_origin
 
 logger = logging.getLogger(__name__)
@@ -172,7 +173,7 @@ class RobotsMiddleware:
         return robots
 
     async def _load(self, origin: str) -> Robots:
-        state = crawl_state(self.crawler)
+        state = crawl_parts(self.crawler).state
         key = _robots_key(state, origin)
         lock = key + ":lock"
         redis = state.client

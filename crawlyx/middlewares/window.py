@@ -73,12 +73,12 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 from twisted.python.failure import Failure
 
 from crawlyx.errors import CrawlyxIgnore, classify
-from crawlyx.frontier.state import REDIS_DOWN, crawl_state, outage
-from crawlyx.frontier.visited import visited_table
+from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.middlewares import installed, slots
 from crawlyx.middlewares.budget import SYNC_INTERVAL, Host, Report, SharedBudget
 from crawlyx.middlewares.retry_after import parse_retry_after
 from crawlyx.middlewares.robots import RobotsMiddleware
+from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import url_origin
 
 logger = logging.getLogger(__name__)
@@ -180,9 +180,9 @@ class WindowMiddleware:
         slots.check(self.downloader)  # a Scrapy upgrade that moved them fails here
         self._cap_dequeuing()
         if self.budget is None:
-            table = visited_table(self.crawler)
+            table = crawl_parts(self.crawler).visited
             self.budget = SharedBudget(
-                crawl_state(self.crawler), table.owner, table.owner_prefix, self.settings
+                crawl_parts(self.crawler).state, table.owner, table.owner_prefix, self.settings
             )
         self._reporting = create_looping_call(self._report_all)
         self._reporting.start(SYNC_INTERVAL, now=False)

@@ -13,14 +13,14 @@ import asyncio
 import hashlib
 
 from crawlyx.content.boilerplate import RepeatedBlocks
-from crawlyx.graph.recorder import graph_recorder
+from crawlyx.parts import crawl_parts
 
 
 class MarkdownPipeline:
     def __init__(self, crawler, repeated: RepeatedBlocks | None):
         self.stats = crawler.stats
         self.repeated = repeated
-        self.graph = graph_recorder(crawler)
+        self.graph = crawl_parts(crawler).graph
 
     @classmethod
     def from_crawler(cls, crawler):

@@ -8,6 +8,7 @@ middlewares.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import cached_property
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest
@@ -16,18 +17,16 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
-from crawlyx.content.workers import page_workers
 from crawlyx.demand.recrawl import Recrawl
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
-from crawlyx.frontier.state import crawl_state
-from crawlyx.frontier.visited import LEASE_META, visited_table
-from crawlyx.graph.recorder import graph_recorder
+from crawlyx.frontier.visited import LEASE_META
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
+from crawlyx.parts import crawl_parts
 from crawlyx.policy.optout import OptOut
 from crawlyx.urls.normalize import normalize_url
 from crawlyx.urls.scope import Scope
@@ -70,12 +69,11 @@ class SiteSpider(Spider):
         spider.render_mode = render.run_mode(render.requested(kwargs, settings), settings)
         spider.browser_meta = render.browser_meta(settings)
         spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
-        spider.workers = page_workers(crawler)  # settings checked before the crawl starts
         spider.scope = Scope(
             TrapRules.from_settings(settings),
             spider.args.allow,
             spider.args.deny,
-            state=lambda: crawl_state(crawler),
+            state=lambda: spider.parts.state,
         )
         spider.pattern_traps = PatternTraps.from_settings(settings)
         spider.opt_out = OptOut.from_settings(settings)
@@ -83,7 +81,6 @@ class SiteSpider(Spider):
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
         crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
-        spider.graph = graph_recorder(crawler)  # None: CRAWLYX_GRAPH_ENABLED off
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)
@@ -108,9 +105,23 @@ class SiteSpider(Spider):
         self.logger.error("crawlyx: nothing crawled, the start URL failed: %s", detail)
         stats.set_value("crawlyx/start_failed", error_class)
 
+    # The parts the crawl's components share, owned by the add-on (crawlyx/parts.py),
+    # which Scrapy builds after the spider.
+    @cached_property
+    def parts(self):
+        return crawl_parts(self.crawler)
+
     @property
     def visited(self):
-        return visited_table(self.crawler)
+        return self.parts.visited
+
+    @property
+    def workers(self):
+        return self.parts.workers
+
+    @property
+    def graph(self):
+        return self.parts.graph  # None: CRAWLYX_GRAPH_ENABLED off
 
     async def start(self):
         headers = self.recrawl.start_headers(normalize_url(self.args.start))
@@ -204,7 +215,7 @@ class SiteSpider(Spider):
         """Follow a read page's links and emit its item, within the crawl's limits."""
         follow = self.args.max_depth is None or depth < self.args.max_depth
         if follow and not (self.opt_out.nofollow and "nofollow" in directives):
-            state = crawl_state(self.crawler)
+            state = self.parts.state
             chain = self.pattern_traps.page(state, url, page.get("signature"))
             yield from self._follow(page["links"], depth + 1, url, chain)
         refused = self.opt_out.refused(directives)
@@ -237,7 +248,7 @@ class SiteSpider(Spider):
         if self.args.max_pages is None:
             return True, False
         if self.quota is None:
-            state = crawl_state(self.crawler)
+            state = self.parts.state
             self.quota = PageQuota(state.client, state.key("meta"), self.args.max_pages)
         return self.quota.take()
 
@@ -360,7 +371,7 @@ class SiteSpider(Spider):
     # -- sitemaps ---------------------------------------------------------------------
 
     def _sitemap_seeds(self, origin):
-        robots = cached_robots(crawl_state(self.crawler), origin)
+        robots = cached_robots(self.parts.state, origin)
         urls = [url for url in (robots.sitemaps if robots else []) if self.scope.normalized(url)]
         urls.append(origin + "/sitemap.xml")
         for url in urls:

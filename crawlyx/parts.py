@@ -1,0 +1,86 @@
+"""The parts every component of a crawl shares, owned by the crawlyx add-on.
+
+One crawl has one Redis connection and key namespace (:class:`~crawlyx.frontier.state.State`),
+one crawl core batching its Redis work, one visited table, one link-graph recorder and one
+pool of page workers. The add-on (crawlyx/addon.py) owns them: it starts the slow ones (the
+embedded Redis, the workers) while Scrapy builds the components, each part is built from the
+crawler's settings when a component first needs it, and all are closed once the engine
+stops: the workers first, the Redis state last, after every component's ``spider_closed``
+handler has run and the core has sent what it holds.
+
+A component finds them with :func:`crawl_parts`; the spider, which Scrapy builds before
+the add-ons, reaches them when it first uses them.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from scrapy import signals
+
+from crawlyx.frontier.state import EmbeddedRedis, State, boot_embedded
+
+
+class CrawlParts:
+    def __init__(self, crawler):
+        self.crawler = crawler
+        self.embedded: EmbeddedRedis | None = None
+        crawler.signals.connect(self.close, signal=signals.engine_stopped)
+
+    def start(self) -> None:
+        """Start booting the embedded Redis and the page workers, which take a while."""
+        self.embedded = boot_embedded(self.crawler.settings)
+        self.workers.warm_up()
+
+    @cached_property
+    def state(self) -> State:
+        job = getattr(self.crawler.spider, "job", None)
+        if not job:
+            raise RuntimeError("crawlyx components need a spider with a job name")
+        return State.connect(self.crawler.settings, job, self.embedded)
+
+    @cached_property
+    def core(self):
+        return self.state.core(self.crawler.stats)
+
+    @cached_property
+    def visited(self):
+        from crawlyx.frontier.visited import VisitedTable
+
+        # A loop across fetches is looked for as far as a redirect chain is followed.
+        hops = self.crawler.settings.getint("REDIRECT_MAX_TIMES")
+        return VisitedTable(self.state, stats=self.crawler.stats, loop_hops=hops, core=self.core)
+
+    @cached_property
+    def graph(self):
+        """The link-graph recorder, or None with CRAWLYX_GRAPH_ENABLED off."""
+        if not self.crawler.settings.getbool("CRAWLYX_GRAPH_ENABLED"):
+            return None
+        from crawlyx.graph.recorder import GraphRecorder
+
+        return GraphRecorder.from_crawler(self.crawler)
+
+    @cached_property
+    def workers(self):
+        from crawlyx.content.workers import PageWorkers
+
+        return PageWorkers.from_crawler(self.crawler)
+
+    def close(self) -> None:
+        built = self.__dict__
+        if "workers" in built:
+            self.workers.close()
+        if "state" in built:
+            self.state.close()  # sends what the core still holds first
+
+
+def crawl_parts(crawler) -> CrawlParts:
+    """The shared parts of ``crawler``'s crawl, owned by its crawlyx add-on."""
+    from crawlyx.addon import Addon
+
+    for addon in crawler.addons.addons:
+        if isinstance(addon, Addon):
+            return addon.parts
+    raise RuntimeError(
+        "crawlyx components need the crawlyx add-on: ADDONS = {'crawlyx.addon.Addon': 0}"
+    )
