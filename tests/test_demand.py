@@ -5,6 +5,8 @@ merged read, the extension, the module API and ``scrapy visits`` feeding the rin
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -30,7 +32,7 @@ from crawlyx.demand.store import (
 )
 from crawlyx.demand.tracker import Demand
 from crawlyx.extensions.demand import Demand as DemandExtension
-from tests.conftest import free_port
+from tests.conftest import crawl_env, free_port
 from tests.test_breadth import FIREFOX, GOOGLE, GPT, SEMRUSH, log_line, scrapy
 
 SITE = "https://docs.example.com"
@@ -363,6 +365,37 @@ def test_visits_feeds_the_ring_with_bots_only(state, redis_url, tmp_path):
     result = scrapy("visits", "--site", SITE, str(log), redis_url=redis_url, cwd=tmp_path)
     assert result.returncode == 0 and "demand" not in result.stdout
     assert not list(state.client.scan_iter(match=state.key("*")))
+
+
+def test_visits_from_a_pipe_flushes_on_time_while_lines_keep_coming(state, redis_url, tmp_path):
+    # As `tail -F access.log | scrapy visits -` sees a steady log: a line every 0.5 s,
+    # never a pause as long as the flush interval.
+    command = [sys.executable, "-m", "scrapy", "visits", "--site", SITE, "--flush-interval",
+               "1", "-", "-s", f"CRAWLYX_REDIS_URL={redis_url}",
+               "-s", "CRAWLYX_DEMAND_ENABLED=1"]  # fmt: skip
+    clients = len(state.client.client_list())
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=pipe, text=True,
+                            env=crawl_env(), cwd=tmp_path)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60  # a hang guard: the command connects at start
+        while len(state.client.client_list()) == clients and proc.poll() is None:
+            assert time.monotonic() < deadline, "the command never connected"
+            time.sleep(0.05)
+        rows_while_reading = 0
+        for i in range(12):
+            if i >= 10:  # 5 s of lines: flushed on the 1 s clock by now
+                rows_while_reading = len(list(state.client.scan_iter(match=state.key("*"))))
+            proc.stdin.write(log_line(f"/t/{i}", GPT) + "\n")
+            proc.stdin.flush()
+            time.sleep(0.5)
+    finally:
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert rows_while_reading > 0, "nothing flushed while lines kept coming"
+    assert "12 demand visits (" in out
+    read = MergedRing(state, SITE, RingConfig.from_settings(Settings(crawlyx_settings())))
+    assert all(read.visited_within(f"{SITE}/t/{i}", HOUR) for i in range(12))
 
 
 def test_a_crawl_with_demand_on_flushes_and_records_none_of_its_own_fetches(site, crawl, state):

@@ -41,7 +41,7 @@ SIZE_FLUSH = 256  # sketches (4 MiB) in memory before flushing early
 # Demand slices in memory before flushing early: by default 293 KiB of bits each, plus
 # up to 16,384 pending digests (~1.5 MiB) each while a log goes back and forth in time.
 DEMAND_SIZE_FLUSH = 24
-CHECK_EVERY = 256  # lines between flush checks
+CHECK_EVERY = 256  # lines between looks at the memory held and the days a line may have
 
 
 fail = failer("visits")
@@ -162,7 +162,7 @@ class _Reader:
         self.unreadable: list[str] = []
         self.days: set[str] = set()
         self.bot_names: set[str] = set()
-        self.last_flush = time.monotonic()
+        self.flush_at = time.monotonic() + interval  # when the next flush is due
         self.flush_error: str | None = None
         self.oldest = self.newest = ""
         self._refresh_window()
@@ -195,13 +195,16 @@ class _Reader:
     def _read_fd(self, fd: int, source: str) -> None:
         counts = self.counts
         number = 0
-        for raw in follow(fd, timeout=min(self.interval, 5.0)):
-            if raw is None:  # quiet for a while: a chance to flush on time
+        # Flushes go by the clock, whether lines keep coming or not: every line looks at
+        # it (a monotonic read), and quiet input wakes the loop at least every quarter
+        # interval (or second), so a flush is at most that late.
+        for raw in follow(fd, timeout=min(self.interval / 4, 1.0)):
+            if raw is None:  # quiet for a while
                 self.maybe_flush()
                 continue
             number += 1
             self.line(raw, source, number)
-            if counts["lines"] % CHECK_EVERY == 0:
+            if counts["lines"] % CHECK_EVERY == 0 or time.monotonic() >= self.flush_at:
                 self.maybe_flush()
 
     def line(self, raw: bytes, source: str, number: int) -> None:
@@ -244,7 +247,7 @@ class _Reader:
 
     def maybe_flush(self) -> None:
         self._refresh_window()
-        due = time.monotonic() - self.last_flush >= self.interval
+        due = time.monotonic() >= self.flush_at
         full = self.recorder.size() >= SIZE_FLUSH or (
             self.demand is not None and self.demand.dirty() >= DEMAND_SIZE_FLUSH
         )
@@ -252,7 +255,7 @@ class _Reader:
             self.flush()
 
     def flush(self) -> bool:
-        self.last_flush = time.monotonic()
+        self.flush_at = time.monotonic() + self.interval
         try:
             result = self.store.flush(self.recorder)
             self.counts["merged"] += result.merged
