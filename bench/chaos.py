@@ -12,7 +12,10 @@ an uninterrupted crawl of the same site:
   of one crawl;
 - ``redis``: the crawl runs on an external redis-server (append-only) that is killed
   mid-crawl and started again a second later;
-- ``robots``: robots.txt answers 503 for the first --robots-down seconds.
+- ``robots``: robots.txt answers 503 for the first --robots-down seconds;
+- ``stall``: the crawl process is stopped (SIGSTOP) for --stall seconds, past its
+  heartbeat's TTL, while a second process crawls the same job and takes its leases
+  over; then it is resumed (SIGCONT), and both finish.
 
 For each: pages lost (in the uninterrupted crawl's output, in no output of the
 scenario), items written twice (lines for a URL already written by an earlier run or
@@ -201,6 +204,24 @@ def robots(bench: Bench, reference: set[str], down: float) -> dict:
     return row(f"robots 503 {down:g}s", reference, [out], bench.base, [code], wall)
 
 
+def stall(bench: Bench, reference: set[str], pause: float, rng) -> dict:
+    """A crawl process stopped past its heartbeat while a second one crawls the job."""
+    site_call(bench.base, "/_reset")
+    outputs = [bench.work / "stall-stopped.jsonl", bench.work / "stall-second.jsonl"]
+    started = time.monotonic()
+    stopped = bench.start("stall", outputs[0])
+    while stopped.poll() is None and not (outputs[0].exists() and outputs[0].stat().st_size):
+        time.sleep(0.05)
+    time.sleep(rng.uniform(0.0, 1.0))  # in the middle of pages being read and written
+    stopped.send_signal(signal.SIGSTOP)
+    second = bench.start("stall", outputs[1])
+    time.sleep(pause)
+    stopped.send_signal(signal.SIGCONT)
+    codes = [stopped.wait(), second.wait()]
+    wall = time.monotonic() - started
+    return row(f"SIGSTOP {pause:g}s, 2 procs", reference, outputs, bench.base, codes, wall)
+
+
 def print_rows(rows: list[dict]) -> None:
     header = (
         f"{'scenario':<22} {'runs':>4} {'expected':>8} {'pages':>6} {'lost':>5} {'twice':>5} "
@@ -216,7 +237,7 @@ def print_rows(rows: list[dict]) -> None:
         )
 
 
-SCENARIOS = ("kill", "worker", "redis", "robots")
+SCENARIOS = ("kill", "worker", "redis", "robots", "stall")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=20, help="crawl processes killed")
     parser.add_argument("--worker-kills", type=int, default=5, help="workers killed")
     parser.add_argument("--robots-down", type=float, default=10.0, help="seconds")
+    parser.add_argument("--stall", type=float, default=40.0, help="seconds stopped")
     parser.add_argument("--only", choices=SCENARIOS, action="append")
     parser.add_argument("--seed", type=int, default=None, help="random moments' seed")
     args = parser.parse_args(argv)
@@ -247,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(redis_restart(bench, reference, span * 0.6, rng))
             if "robots" in only:
                 rows.append(robots(bench, reference, args.robots_down))
+            if "stall" in only:
+                rows.append(stall(bench, reference, args.stall, rng))
     finally:
         site.terminate()
         site.wait(10)

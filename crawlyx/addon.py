@@ -63,6 +63,8 @@ COMPONENTS = {
     },
     "ITEM_PIPELINES": {
         "crawlyx.pipelines.markdown.MarkdownPipeline": 300,
+        # The last: just before the feed exporter writes the item.
+        "crawlyx.pipelines.lease.LeaseCheck": 1000,
     },
     "EXTENSIONS": {
         "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it

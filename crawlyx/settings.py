@@ -21,6 +21,9 @@ CRAWLYX_ROBOTS_ENABLED = True
 # they are given up as robots_unavailable, left queued for the job's next run.
 CRAWLYX_ROBOTS_RETRY_FOR = 120.0
 CRAWLYX_SITEMAP_MAX_BYTES = 10 * 1024 * 1024  # per sitemap document; larger ones are skipped
+# Links of a page followed, recorded in the graph and listed in its item: the first ones,
+# in page order. The rest are counted (crawlyx/links/capped).
+CRAWLYX_MAX_LINKS_PER_PAGE = 10_000
 CRAWLYX_MARKDOWN_WORKERS = 0  # 0: one per core
 CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none

@@ -266,6 +266,7 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
         ({"CRAWLYX_BREADTH_MAX_BOTS": 0}, "CRAWLYX_BREADTH_MAX_BOTS"),
         ({"CRAWLYX_METRICS_PORT": 70000}, "CRAWLYX_METRICS_PORT (70000) must be a port"),
         ({"CRAWLYX_JOB_TTL_DAYS": -1}, "CRAWLYX_JOB_TTL_DAYS (-1) must be 0 or more"),
+        ({"CRAWLYX_MAX_LINKS_PER_PAGE": 0}, "CRAWLYX_MAX_LINKS_PER_PAGE (0) must be 1 or more"),
     ],
 )
 def test_bad_settings_stop_the_crawl_with_one_line(site, crawl, setting, named):
@@ -357,3 +358,15 @@ def test_a_counter_calendar_ends_and_real_pagination_does_not(site, crawl, tmp_p
     # The shop's pages share a template and most words, not their products: all read.
     shop = {url for url in result.urls if "/shop?" in url}
     assert shop == {f"{site.base}/shop?page={n}" for n in range(1, 31)}
+
+
+def test_links_past_the_cap_are_counted_not_followed(site, crawl):
+    result = crawl(
+        f"start={start_url(site)}", "sitemap=0", "max_depth=1",
+        settings={"CRAWLYX_MAX_LINKS_PER_PAGE": 2},
+    )  # fmt: skip
+    assert result.returncode == 0, result.log[-3000:]
+    (start,) = [item for item in result.items if item["depth"] == 0]
+    assert len(start["links"]) == 2
+    assert int(result.stat("crawlyx/links/capped")) > 0
+    assert {item["url"] for item in result.items} <= {start["url"], *start["links"]}

@@ -113,6 +113,61 @@ def test_a_push_under_a_lease_taken_back_queues_nothing(state):
     assert owner.state_of(fp(1)) == b"l" and other.own_leases() == [fp(1)]
 
 
+def test_a_process_that_stalled_past_its_heartbeat_emits_nothing_twice(state):
+    stalled = VisitedTable(state, owner="stalled")
+    other = VisitedTable(state, owner="other")
+    other.heartbeat()
+    for n in (1, 2):
+        stalled.claim(fp(n), f"p{n}".encode())
+    assert stalled.pop_many(2) == [(fp(1), b"p1"), (fp(2), b"p2")]
+    stalled._beat_at -= VisitedTable.HEARTBEAT_TTL + 5  # stopped while its key expired
+    assert other.requeue_dead() == 2  # it seems dead: its leases go back on the queue
+    taken, _ = other.pop()  # another process has one of them now, the other is queued
+    left = fp(1) if taken == fp(2) else fp(2)
+    # The stalled process resumes: neither page is its own to emit any more...
+    assert stalled.still_mine(taken) is False
+    assert stalled.still_mine(left) is False
+    assert state.client.exists(state.key("owner:stalled"))  # the heartbeat renewed first
+    # ...and its late releases leave the other's lease and the queued page alone.
+    stalled.release(_Request(taken))
+    stalled.unlease(_Request(left))
+    stalled.finish(left)
+    assert other.own_leases() == [taken]
+    assert (other.state_of(taken), other.state_of(left)) == (b"l", b"q")
+    assert other.done(taken) is True
+    assert other.pop()[0] == left
+
+
+def test_a_live_process_keeps_its_leases_without_a_round_trip(state):
+    table = VisitedTable(state, owner="live")
+    table.heartbeat()
+    table.claim(fp(1), b"p1")
+    assert table.pop() == (fp(1), b"p1")
+    state.client.hdel(table.leases_key, fp(1))  # would be noticed only after a stall
+    assert table.still_mine(fp(1)) is True
+
+
+def test_a_long_backlog_of_claims_goes_in_chunks_and_the_release_with_the_last(state):
+    table = VisitedTable(state, owner="chunks")
+    table.CHUNK = 3
+    table.claim(fp(0), b"page")
+    assert table.pop() == (fp(0), b"page")
+    for n in range(1, 11):  # the page's links, then its release
+        table.claim_later(fp(n), b"link")
+    table._dones.append(fp(0))
+    first, dones = table._chunk()
+    assert len(first) == 3 * 3 and dones == []  # the release waits for the last claims
+    table._pending[:0] = first
+    calls = _script_calls(state.client)
+    table.sync()
+    assert _script_calls(state.client) - calls == 4  # 10 claims, 3 a call
+    assert table.queued() == 10 and table.state_of(fp(0)) == b"d"
+
+
+def _script_calls(client) -> int:
+    return client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+
+
 def test_requests_outside_the_table(state):
     table = VisitedTable(state)
     table.push(None, b"free")

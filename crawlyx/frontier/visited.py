@@ -41,6 +41,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import uuid
 from collections import OrderedDict
 
@@ -70,6 +71,7 @@ LEASE_META = "crawlyx_lease"
 #   A chain's hops are recorded only if that claim was lost (the chain ended on a page
 #   already known); a hop that closes a loop of recorded hops returns the loop's URLs and
 #   keeps its page's lease, which is not released even if it is among the done fps.
+#   A done fp another process holds the lease of now is left alone.
 # Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped
 #   messages, loops (the URLs of each, from the page of the hop that closed it)}.
 _SYNC = """
@@ -116,7 +118,9 @@ for i = 5 + dones, #ARGV, 3 do
   end
 end
 for i = 5, 4 + dones do
-  if kept[ARGV[i]] then
+  local lease = redis.call('HGET', KEYS[3], ARGV[i])
+  if kept[ARGV[i]] or (lease and string.sub(lease, 1, #mine) ~= mine) then
+    -- kept for its loop, or another process's now: this one was taken for dead
     released[#released + 1] = 0
   else
     redis.call('HSET', KEYS[1], ARGV[i], 'd')
@@ -158,12 +162,13 @@ end
 return n
 """
 
-# KEYS: visited, queue (or parked), leases. ARGV: fp. Hands one lease back: its
-# request goes to the front of the queue (or is parked, still queued, for the next run).
+# KEYS: visited, queue (or parked), leases. ARGV: fp, owner. Hands one lease of the
+# owner's back: its request goes to the front of the queue (or is parked, still queued,
+# for the next run).
 _UNLEASE = """
 local value = redis.call('HGET', KEYS[3], ARGV[1])
-if not value then return 0 end
-local bar = string.find(value, '|', 1, true)
+local bar = value and string.find(value, '|', 1, true)
+if not bar or string.sub(value, 1, bar - 1) ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('HSET', KEYS[1], ARGV[1], 'q')
 redis.call('RPUSH', KEYS[2], ARGV[1] .. string.sub(value, bar + 1))
@@ -203,6 +208,13 @@ class VisitedTable:
     # so it holds all of a mid-size site's URLs.
     LOCAL_CACHE_SIZE = 1 << 16
     HEARTBEAT_TTL = 30  # seconds without a heartbeat before a process counts as dead
+    # A process that has not renewed its heartbeat for this long may have been taken for
+    # dead (stopped, or its reactor blocked): its leases may be another's now. Short of
+    # the TTL by a margin for the round trip and for clocks.
+    STALL = HEARTBEAT_TTL - 10
+    # Claims, pushes and hops per script call. A page of many thousands of links would
+    # otherwise be one long call that holds Redis up for every process of the crawl.
+    CHUNK = 2000
 
     def __init__(
         self,
@@ -237,6 +249,10 @@ class VisitedTable:
         # Leases this process popped and has not finished: a lease of its own that is
         # not here was popped by a round trip whose answer was lost.
         self.held: set[str] = set()
+        # Leases it held and found taken over after a stall: their pages are another
+        # process's to fetch and emit (see :meth:`still_mine`).
+        self.lost: set[str] = set()
+        self._beat_at = time.monotonic()  # when the last heartbeat that arrived was sent
         self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
         self._unlease = self.redis.register_script(_UNLEASE)
         self._unpark = self.redis.register_script(_UNPARK)
@@ -304,20 +320,37 @@ class VisitedTable:
     def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list, list]:
         """One round trip now, after the core's batch in flight: send what is pending,
         mark ``done`` fingerprints done and pop up to ``pop`` requests. Returns (claims
-        won, leases released, popped messages, redirect loops closed)."""
+        won, leases released, popped messages, redirect loops closed). A long backlog of
+        claims goes first, in calls of its own (:meth:`_chunk`)."""
         self._quiet()
-        pending, dones = self._pending, [*self._dones, *done]
-        if not (pending or dones or pop):
-            return [], [], [], []
-        try:
-            args = [self.owner, pop, self.loop_hops, len(dones), *dones, *pending]
-            won, released, popped, loops = self._sync(keys=self._keys, args=args)
-        except REDIS_DOWN:
-            self._dones = dones  # kept, like the pending claims, for the next round trip
-            raise
-        self._pending, self._dones = [], []  # only once sent
-        self._count(pending, won)
-        return won, released[len(dones) - len(done) :], popped, loops
+        self._dones += done
+        while True:
+            last = len(self._pending) <= 3 * self.CHUNK
+            pending, dones = self._chunk()
+            if not (pending or dones or pop):
+                return [], [], [], []
+            args = [self.owner, pop if last else 0, self.loop_hops, len(dones), *dones, *pending]
+            try:
+                won, released, popped, loops = self._sync(keys=self._keys, args=args)
+            except REDIS_DOWN:  # kept, in order, for the next round trip
+                self._pending, self._dones = pending + self._pending, dones + self._dones
+                raise
+            self._count(pending, won)
+            if last:
+                return won, released[len(dones) - len(done) :], popped, loops
+
+    def _chunk(self) -> tuple[list[bytes], list[str]]:
+        """What one script call sends, taken off what is pending: the claims, pushes and
+        hops, up to :attr:`CHUNK` (a claim and the hops after it go together), and the
+        finished leases only with the last of the claims before them."""
+        pending, end = self._pending, 3 * self.CHUNK
+        if len(pending) <= end:
+            dones, self._pending, self._dones = self._dones, [], []
+            return pending, dones
+        while end < len(pending) and pending[end] == b"h":
+            end += 3
+        self._pending = pending[end:]
+        return pending[:end], []
 
     @property
     def _keys(self) -> list[str]:
@@ -358,10 +391,11 @@ class VisitedTable:
         return bool(self._pending or self._dones or self._want)
 
     def take(self):
-        pending, dones, pops = self._pending, self._dones, self._want
-        if not (pending or dones or pops):
+        pops = self._want
+        if not (self._pending or self._dones or pops):
             return None
-        self._pending, self._dones, self._want = [], [], 0
+        pending, dones = self._chunk()
+        self._want = 0
         args = [self.owner, pops, self.loop_hops, len(dones), *dones, *pending]
         keys = self._keys
 
@@ -428,8 +462,11 @@ class VisitedTable:
             self.finish(fp)
 
     def finish(self, fp: str) -> None:
-        """leased -> done: with the core's next batch in a crawl, now without one."""
-        if self.core is not None:
+        """leased -> done: with the core's next batch in a crawl, now without one. A
+        lease lost in a stall is another process's: nothing to do."""
+        if fp in self.lost:
+            self.lost.discard(fp)
+        elif self.core is not None:
             self.done_later(fp)
         else:
             self.done(fp)
@@ -441,7 +478,7 @@ class VisitedTable:
             self.held.discard(fp)  # if Redis is unreachable, given back once idle
             self._quiet()
             try:
-                self._unlease(keys=[self.visited_key, self.queue_key, self.leases_key], args=[fp])
+                self._hand_back(fp, self.queue_key)
             except REDIS_DOWN as exc:
                 outage(self.stats, "giving a lease back", exc)
 
@@ -451,7 +488,13 @@ class VisitedTable:
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
             self._quiet()
-            self._unlease(keys=[self.visited_key, self.parked_key, self.leases_key], args=[fp])
+            self._hand_back(fp, self.parked_key)
+
+    def _hand_back(self, fp: str, to: str, client=None):
+        """This process's lease of ``fp`` back onto the list ``to`` (the queue's front, or
+        parked); a lease it no longer holds stays as it is."""
+        keys = [self.visited_key, to, self.leases_key]
+        return self._unlease(keys=keys, args=[fp, self.owner], client=client)
 
     def _quiet(self) -> None:
         """Before a direct call: the core's batch in flight is answered first."""
@@ -475,19 +518,56 @@ class VisitedTable:
         """Put popped, unstarted requests back at the front of the queue, in order."""
         self.sync()
         pipe = self.redis.pipeline(transaction=False)
-        keys = [self.visited_key, self.queue_key, self.leases_key]
         for fp, payload in reversed(popped):
             self.held.discard(fp)
             if fp is None:
                 pipe.rpush(self.queue_key, NO_FP + payload)
             else:
-                self._unlease(keys=keys, args=[fp], client=pipe)
+                self._hand_back(fp, self.queue_key, pipe)
         pipe.execute()
 
     # -- liveness and termination -----------------------------------------------
 
     def heartbeat(self) -> None:
-        self.redis.set(self.owner_prefix + self.owner, 1, ex=self.HEARTBEAT_TTL)
+        """Renew this process's owner key. After a stall long enough for it to expire,
+        the leases the process holds are checked in the same round trip, after the
+        renewal (so none can be taken after the check): those other processes took
+        back meanwhile are lost, their pages another's to fetch and emit."""
+        now = time.monotonic()
+        stalled = now - self._beat_at
+        held = list(self.held) if stalled > self.STALL else []
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(self.owner_prefix + self.owner, 1, ex=self.HEARTBEAT_TTL)
+        if held:
+            pipe.hmget(self.leases_key, held)
+        answers = pipe.execute()
+        self._beat_at = now
+        if not held:
+            return
+        mine = self.owner.encode() + b"|"
+        leases = zip(held, answers[1], strict=True)
+        lost = [fp for fp, lease in leases if not (lease or b"").startswith(mine)]
+        self.lost.update(lost)
+        self.held.difference_update(lost)
+        if self.stats is not None:
+            self.stats.inc_value("crawlyx/lease/lost", len(lost))
+        logger.warning(
+            "This process stalled for %.0f s (past the %d s heartbeat): %d of its %d leases"
+            " were taken over by other processes, which emit their pages",
+            stalled, self.HEARTBEAT_TTL, len(lost), len(held),
+        )  # fmt: skip
+
+    def still_mine(self, fp: str) -> bool:
+        """Whether this process still holds the lease of ``fp``, so may emit its page. No
+        round trip while its heartbeat is fresh: no other process can have taken a lease
+        before the owner key expires. Past that, the heartbeat is renewed first (see
+        :meth:`heartbeat`). With Redis unreachable, what is known."""
+        if time.monotonic() - self._beat_at > self.STALL:
+            try:
+                self.heartbeat()
+            except REDIS_DOWN as exc:
+                outage(self.stats, "checking this process's leases", exc)
+        return fp not in self.lost
 
     def retire(self) -> None:
         """This process stops: its leases become requeueable at once."""

@@ -85,6 +85,10 @@ class LeaseMiddleware:
             self._carried[id(output)] = request.meta.pop(LEASE_META)
         return True
 
+    def lease_of(self, item) -> str | None:
+        """The lease ``item`` carries, until it is written, dropped or failed."""
+        return self._carried.get(id(item))
+
     def _item_out(self, item, **kwargs):
         fp = self._carried.pop(id(item), None)
         if fp is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import cached_property
+from itertools import islice
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest
@@ -60,6 +61,7 @@ class SiteSpider(Spider):
         """Raise ``ValueError`` for arguments that cannot run with these settings
         (render=always without a browser), before anything starts."""
         render.check(render.requested(arguments, settings), settings)
+        max_links(settings)
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
@@ -69,6 +71,7 @@ class SiteSpider(Spider):
         spider.render_mode = render.run_mode(render.requested(kwargs, settings), settings)
         spider.browser_meta = render.browser_meta(settings)
         spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
+        spider.max_links = max_links(settings)
         spider.scope = Scope(
             TrapRules.from_settings(settings),
             spider.args.allow,
@@ -198,6 +201,7 @@ class SiteSpider(Spider):
         except Exception as exc:  # undecodable or pathological markup: this page only
             self.errors.record(url, "parse", f"{type(exc).__name__}: {exc}", referrer)
             return
+        self._cap_links(page)
         directives = self.opt_out.directives(response.headers, page["robots"])
         facts = _facts(response)
         if not browser and self._wants_render(response, page, directives):
@@ -251,6 +255,14 @@ class SiteSpider(Spider):
             state = self.parts.state
             self.quota = PageQuota(state.client, state.key("meta"), self.args.max_pages)
         return self.quota.take()
+
+    def _cap_links(self, page: dict) -> None:
+        """A page's first CRAWLYX_MAX_LINKS_PER_PAGE links, in page order, are followed,
+        recorded and listed in its item; the rest are counted."""
+        links = page["links"]
+        if len(links) > self.max_links:
+            page["links"] = dict(islice(links.items(), self.max_links))
+            self.crawler.stats.inc_value("crawlyx/links/capped", len(links) - self.max_links)
 
     def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str, chain=None):
         seen, skipped = self.visited, 0
@@ -458,3 +470,11 @@ def _render_failure(failure, request) -> bool:
     if failure.check(HttpError):
         return render.HTTP_PAGE_META in request.meta
     return not failure.check(IgnoreRequest, CrawlyxIgnore)
+
+
+def max_links(settings) -> int:
+    """CRAWLYX_MAX_LINKS_PER_PAGE; ValueError unless 1 or more."""
+    value = settings.getint("CRAWLYX_MAX_LINKS_PER_PAGE")
+    if value < 1:
+        raise ValueError(f"CRAWLYX_MAX_LINKS_PER_PAGE ({value}) must be 1 or more")
+    return value
