@@ -17,8 +17,9 @@ Writers are ``scrapy visits`` (bots in access logs, the same pass as breadth) an
 :func:`record_visit`; readers ask :func:`visited_within`. In a crawl the demand
 extension (CRAWLYX_DEMAND_ENABLED) sets the process's ring up on the crawl's Redis and
 flushes it every CRAWLYX_DEMAND_FLUSH_INTERVAL and at the end; a script calls
-:func:`flush` itself (recording touches memory only). Reads see what was flushed, by any
-process, as of at most CRAWLYX_DEMAND_REFRESH_INTERVAL ago.
+:func:`flush` itself (recording touches memory only). Reads see what this process
+flushed at once, and what other processes flushed as of at most
+CRAWLYX_DEMAND_REFRESH_INTERVAL ago.
 
 Loss model: a process killed hard loses its visits since its last flush (fewer visits:
 a page may wait longer, at most one rung). A failed flush keeps its slices for the next.
@@ -80,11 +81,13 @@ def record_visit(site: str, url: str, bot: str | None, when: float | None = None
 
 
 def flush() -> int:
-    """Merge this process's recorded visits into Redis; the rows merged."""
+    """Merge this process's recorded visits into Redis; the rows merged. The process's
+    next :func:`visited_within` sees them."""
     return current().flush()
 
 
 def visited_within(site: str, url: str, seconds, now: float | None = None) -> bool:
     """Whether any process's flushed visits include ``url`` in the last ``seconds``
-    (a number or ``"90s"``, ``"30m"``, ``"6h"``, ``"2d"``) before ``now``."""
+    (a number or ``"90s"``, ``"30m"``, ``"6h"``, ``"2d"``) before ``now``: this
+    process's as of its last flush, other processes' as of the last refresh."""
     return current().visited_within(site, url, seconds, now)

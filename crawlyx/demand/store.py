@@ -19,7 +19,9 @@ after its slice ends. A flush that fails leaves its slices dirty for the next.
 Reads (:class:`MergedRing`): SCAN the site's rows in small steps, skip those whose slice
 has left the ring (on the key, before fetching), fetch a batch at a time, OR the rows
 of the same slice and sizing together, sleep(0) every ``YIELD_EVERY`` keys scanned
-(whether kept or skipped) so that other threads run. The result is cached for the refresh interval.
+(whether kept or skipped) so that other threads run. The result is cached for the
+refresh interval, and a flush ORs what it merged into its process's cached read: a
+process reads its own writes at once, other processes' within the refresh interval.
 """
 
 from __future__ import annotations
@@ -99,8 +101,12 @@ class DemandStore:
         self.config = config
         self.node = node or node_id()
 
-    def flush(self, recorder: Recorder, now: float | None = None) -> int:
+    def flush(
+        self, recorder: Recorder, now: float | None = None, read: MergedRing | None = None
+    ) -> int:
         """OR every dirty slice of ``recorder`` into Redis; returns the rows merged.
+        Each merged slice is ORed into ``read`` too (the process's cached read of the
+        site), so that this process sees what it wrote from its very next question.
 
         A Redis error propagates and leaves the slices not merged yet dirty, to be
         retried by the next flush. Slices that have left the ring are dropped unsent."""
@@ -121,6 +127,8 @@ class DemandStore:
             pipe.delete(scratch)
             pipe.expireat(key, layout.end + config.span)
             pipe.execute()
+            if read is not None:
+                read.add(layout, data)
             recorder.merged(slot)
             merged += 1
         return merged
@@ -186,6 +194,20 @@ class MergedRing:
                 union_into(current, value)
             merged += 1
         return merged
+
+    def add(self, layout: Layout, data: bytes) -> None:
+        """OR a slice this process has just merged into Redis into the cached union: the
+        cache stays what a read now would give, as far as this process's own visits go
+        (other processes' flushes show at the next refresh). Nothing is cached yet: the
+        first read fetches it from Redis anyway."""
+        if self.read_at is None:
+            return
+        current = self.slices.get(layout)
+        if current is None:
+            self.slices[layout] = bytearray(data)
+            self.rows += 1  # a row the cached read had not seen: the ring is not cold
+        else:
+            union_into(current, data)
 
     def fresh(self, now: float) -> bool:
         return self.read_at is not None and now - self.read_at < self.config.refresh_interval

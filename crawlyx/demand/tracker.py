@@ -58,11 +58,12 @@ class Demand:
         return visitor
 
     def flush(self, now: float | None = None) -> int:
-        """Merge every dirty slice into Redis; rows merged. A Redis error propagates
-        and what was not merged stays dirty for the next flush."""
+        """Merge every dirty slice into Redis; rows merged. This process's next read
+        sees them. A Redis error propagates and what was not merged stays dirty for the
+        next flush."""
         merged = 0
         for site, recorder in list(self.recorders.items()):
-            merged += self.store.flush(recorder, now)
+            merged += self.store.flush(recorder, now, self.reads.get(site))
             if not recorder.size():
                 del self.recorders[site]
         return merged
