@@ -18,6 +18,7 @@ here, while Scrapy builds the rest.
 from __future__ import annotations
 
 from crawlyx import render
+from crawlyx.config import check_redis_url, check_types
 from crawlyx.content.workers import PageWorkers
 from crawlyx.parts import CrawlParts
 
@@ -125,7 +126,9 @@ class Addon:
     def check_settings(settings) -> None:
         """Raise ``ValueError`` (one line naming the setting) for a bad setting of a
         component this add-on wires, before anything starts. Each component checks its
-        own, with the code it reads them with."""
+        own, with the code it reads them with, after the checks no component owns."""
+        check_types(settings)
+        check_redis_url(settings)
         from crawlyx.extensions.audit import Audit
         from crawlyx.extensions.breadth import Breadth
         from crawlyx.extensions.demand import Demand

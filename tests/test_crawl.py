@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.conftest import free_port
 from tests.site import SiteServer
 
 # Two requests at a time per host: the adaptive window is the per-host limit.
@@ -265,8 +266,12 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
         ({"CRAWLYX_WINDOW_MIN": 50}, "CRAWLYX_WINDOW_MIN (50) must be at least 1"),
         ({"CRAWLYX_BREADTH_MAX_BOTS": 0}, "CRAWLYX_BREADTH_MAX_BOTS"),
         ({"CRAWLYX_METRICS_PORT": 70000}, "CRAWLYX_METRICS_PORT (70000) must be a port"),
-        ({"CRAWLYX_JOB_TTL_DAYS": -1}, "CRAWLYX_JOB_TTL_DAYS (-1) must be 0 or more"),
+        ({"CRAWLYX_JOB_TTL_DAYS": -1}, "CRAWLYX_JOB_TTL_DAYS (-1) must be a number, 0 or more"),
         ({"CRAWLYX_MAX_LINKS_PER_PAGE": 0}, "CRAWLYX_MAX_LINKS_PER_PAGE (0) must be 1 or more"),
+        ({"CRAWLYX_WINDOW_MAX": "many"}, "CRAWLYX_WINDOW_MAX (many) must be a whole number"),
+        ({"CRAWLYX_GRAPH_ENABLED": "maybe"}, "CRAWLYX_GRAPH_ENABLED (maybe) must be true or"),
+        ({"CRAWLYX_REDIS_URL": "redis+x://127.0.0.1:1/0"}, "CRAWLYX_REDIS_URL (redis+x://"),
+        ({"CRAWLYX_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"}, "cannot reach Redis at"),
     ],
 )
 def test_bad_settings_stop_the_crawl_with_one_line(site, crawl, setting, named):

@@ -52,7 +52,8 @@ def test_the_addon_wires_the_components():
     assert middlewares["crawlyx.middlewares.window.WindowMiddleware"] == 950
     assert middlewares["scrapy.downloadermiddlewares.redirect.RedirectMiddleware"] is None
     assert settings.getdict("ITEM_PIPELINES") == {
-        "crawlyx.pipelines.markdown.MarkdownPipeline": 300
+        "crawlyx.pipelines.markdown.MarkdownPipeline": 300,
+        "crawlyx.pipelines.lease.LeaseCheck": 1000,
     }
     assert settings.getdict("FEED_STORAGES")["file"] == "crawlyx.feeds.FileFeedStorage"
     # Nothing is installed for the browser without a crawl that may render.
@@ -201,3 +202,25 @@ def test_redis_password_never_reaches_the_log(site, crawl, redis_url):
     assert result.returncode == 0
     assert f"Using Redis at redis://***@127.0.0.1:{port}/0" in result.log
     assert "hunter2secret" not in result.log
+
+
+def _defaults(*types) -> list[str]:
+    return [
+        name
+        for name, value in vars(crawlyx.settings).items()
+        if name.startswith("CRAWLYX_") and type(value) in types
+    ]
+
+
+@pytest.mark.parametrize(
+    "names, value",
+    [(_defaults(int, float), value) for value in ("lots", "-1", "nan", "inf", "")]
+    + [(_defaults(bool), value) for value in ("maybe", "")],
+)
+def test_every_number_and_flag_is_checked_before_anything_starts(names, value):
+    project = {name: v for name, v in vars(crawlyx.settings).items() if name.isupper()}
+    Addon.check_settings(Settings(project))  # the defaults pass
+    assert len(names) >= 10
+    for name in names:
+        with pytest.raises(ValueError, match=f"^{name} \\("):
+            Addon.check_settings(Settings({**project, name: value}))

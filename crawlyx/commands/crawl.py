@@ -15,6 +15,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.spiderloader import get_spider_loader
 
 from crawlyx.addon import Addon
+from crawlyx.config import check_redis_reachable
 from crawlyx.middlewares.ssrf import check_configuration
 from crawlyx.policy.ssrf import SSRFGuardError
 
@@ -69,6 +70,7 @@ class Command(ScrapyCrawl):
             Addon.check_settings(settings)
             if check_settings is not None:
                 check_settings(opts.spargs, settings)
+            check_redis_reachable(settings)  # last: the one check that may take a while
         except ValueError as exc:
             print(f"crawlyx: {exc}", file=sys.stderr)
             sys.exit(2)

@@ -1,0 +1,83 @@
+"""Checks of crawlyx's settings that no one component owns, run before anything starts.
+
+Every ``CRAWLYX_*`` setting whose default (crawlyx/settings.py) is a number or a flag must
+read as one: a number is finite and never negative (no count, size or duration is), a flag is
+``true``/``false``/``1``/``0``. The Redis URL must be one redis-py opens. Each component
+checks what its own values mean (a window's bounds, a port's range) in its
+``check_settings``; the add-on runs those after these (crawlyx/addon.py).
+"""
+
+from __future__ import annotations
+
+import math
+from urllib.parse import urlsplit
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def check_types(settings) -> None:
+    """ValueError naming the first ``CRAWLYX_*`` number or flag set to something else."""
+    from crawlyx import settings as defaults
+
+    for name, default in vars(defaults).items():
+        if not name.startswith("CRAWLYX_") or name not in settings:
+            continue
+        value = settings.get(name)
+        if isinstance(default, bool):
+            try:
+                settings.getbool(name)
+            except ValueError:
+                raise ValueError(f"{name} ({value}) must be true or false") from None
+        elif isinstance(default, int | float):
+            kind = "a whole number" if isinstance(default, int) else "a number"
+            try:
+                number = float(value) if isinstance(default, float) else _integer(value)
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"{name} ({value}) must be {kind}") from None
+            if not 0 <= number < math.inf:  # NaN neither
+                raise ValueError(f"{name} ({value}) must be {kind}, 0 or more")
+
+
+def _integer(value) -> int:
+    number = float(value)
+    if number != int(number):
+        raise ValueError(value)
+    return int(number)
+
+
+def check_redis_url(settings) -> None:
+    """ValueError unless CRAWLYX_REDIS_URL is empty (the embedded server) or a Redis URL."""
+    url = settings.get("CRAWLYX_REDIS_URL") or ""
+    if url and urlsplit(url).scheme not in REDIS_SCHEMES:
+        from crawlyx.frontier.state import redact
+
+        raise ValueError(
+            f"CRAWLYX_REDIS_URL ({redact(url)}) must be a redis://, rediss:// or unix:// URL,"
+            " or empty for the embedded server"
+        )
+
+
+def check_redis_reachable(settings) -> None:
+    """ValueError unless the Redis of CRAWLYX_REDIS_URL answers, asked once (the crawl
+    itself rides out a Redis that goes away later). The embedded server is not asked:
+    the crawl starts it."""
+    url = settings.get("CRAWLYX_REDIS_URL") or ""
+    if not url:
+        return
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from crawlyx.frontier.state import redact
+
+    timeout = settings.getfloat("CRAWLYX_REDIS_TIMEOUT")
+    client = redis.Redis.from_url(
+        url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)
+    )
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        where = f"{redact(url)} (CRAWLYX_REDIS_URL)"
+        raise ValueError(f"cannot reach Redis at {where}: {exc}") from None
+    finally:
+        client.close()
