@@ -79,6 +79,10 @@ COMPONENTS = {
         "crawlyx.extensions.report.Report": 530,
         "crawlyx.extensions.audit.Audit": 540,
     },
+    # Only http(s) is fetched: Scrapy's data, file, s3 and ftp handlers would read the
+    # crawl host's own files or connect where no crawl rule looks. With rendering on,
+    # crawlyx.render installs the browser's handler for http and https.
+    "DOWNLOAD_HANDLERS": {"data": None, "file": None, "s3": None, "ftp": None},
     # Local feed files get each item at once, not when a buffer fills (crawlyx/feeds.py).
     "FEED_STORAGES": {
         "": "crawlyx.feeds.FileFeedStorage",

@@ -54,12 +54,14 @@ class CrawlArgs:
         if not start:
             raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
         parts = urlsplit(start.strip())
-        if not parts.scheme or not parts.netloc:
-            raise ArgumentError(f"start: {start!r} is not an absolute URL; add http:// or https://")
-        if parts.scheme.lower() not in ("http", "https"):
+        # file:///etc/passwd names its scheme (localhost:8000 does not: it lacks one).
+        named = parts.scheme and (parts.netloc or "://" in start)
+        if named and parts.scheme.lower() not in ("http", "https"):
             raise ArgumentError(
                 f"start: scheme {parts.scheme!r} is not supported; use http or https"
             )
+        if not parts.scheme or not parts.netloc:
+            raise ArgumentError(f"start: {start!r} is not an absolute URL; add http:// or https://")
         try:
             normalize_url(start)
         except ValueError as exc:

@@ -841,6 +841,117 @@ def test_the_resolver_alone_stops_the_connection(web, crawl):
 
 
 # --------------------------------------------------------------------------------------------
+# Only http(s) is fetched: no file, data, s3 or ftp handler
+# --------------------------------------------------------------------------------------------
+
+
+class Listener:
+    """A TCP port on 127.0.0.1 that counts the connections made to it (an FTP server's
+    place: nothing may connect)."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
+@pytest.mark.parametrize("render_mode", [None, "always"])
+def test_only_http_and_https_have_a_download_handler(render_mode):
+    from scrapy.core.downloader.handlers import DownloadHandlers
+    from scrapy.exceptions import NotSupported
+    from scrapy.utils.python import without_none_values
+
+    from tests.test_settings import crawl_settings
+
+    settings = crawl_settings()
+    if render_mode is not None:  # as the add-on does for a crawl that may render
+        settings = settings.copy()
+        render.install(settings, render_mode)
+    handlers = without_none_values(settings.getwithbase("DOWNLOAD_HANDLERS"))
+    assert sorted(handlers) == ["http", "https"]
+    if render_mode is not None:
+        assert handlers["http"] == handlers["https"] == render.HANDLER
+    check_configuration(settings)  # the guard covers what is left
+    with Listener() as ftp:
+        downloader = DownloadHandlers(get_crawler(Spider, settings.copy_to_dict()))
+        for url in (
+            "file:///etc/passwd",
+            "data:text/plain,not-read",
+            f"ftp://127.0.0.1:{ftp.port}/x",
+            "s3://bucket/key",
+        ):
+            with pytest.raises(NotSupported, match="no handler available"):
+                run(downloader.download_request_async(Request(url)))
+    assert ftp.connections == 0
+
+
+def test_a_start_url_of_another_scheme_stops_the_crawl(crawl):
+    result = crawl("start=file:///etc/passwd")
+    assert result.returncode == 2
+    lines = [line for line in result.log.splitlines() if line.strip()]
+    message = "crawlyx: bad argument start: scheme 'file' is not supported; use http or https"
+    assert lines == [message]
+    assert result.items == []
+
+
+def test_links_and_redirects_to_other_schemes_fetch_nothing(web, crawl, tmp_path):
+    with Listener() as ftp:
+        other = [
+            "file:///etc/passwd",
+            f"ftp://127.0.0.1:{ftp.port}/x",
+            "data:text/html,<h1>DATA-PAGE</h1>",
+            "s3://bucket/key",
+        ]
+        web.route("/", body=page("Home", [*other, "/go", "/goftp", "/refresh", "/ok"]))
+        web.route("/go", 302, Location="file:///etc/passwd")
+        web.route("/goftp", 301, Location=f"ftp://127.0.0.1:{ftp.port}/y")
+        web.route(
+            "/refresh",
+            body='<html><head><meta http-equiv="refresh" content="0; url=file:///etc/passwd">'
+            "<title>Refresh</title></head><body><p>stays</p></body></html>",
+        )
+        web.route("/ok", body=page("OK", []))
+        errors = tmp_path / "errors.jsonl"
+        result = crawl(f"start=http://127.0.0.1:{web.port}/", "sitemap=0", f"errors={errors}")
+    assert result.returncode == 0, result.log[-3000:]
+    base = f"http://127.0.0.1:{web.port}"
+    # Links to other schemes are no links of the crawl's; a meta refresh to one is not
+    # followed (the page is kept); a redirect to one is refused, naming its target.
+    assert sorted(result.urls) == [base + "/", base + "/ok", base + "/refresh"]
+    [home] = [item for item in result.items if item["url"] == base + "/"]
+    assert home["links"] == [base + path for path in ("/go", "/goftp", "/ok", "/refresh")]
+    markdown = "".join(item["markdown"] for item in result.items)
+    assert "root:" not in markdown and "DATA-PAGE" not in markdown
+    assert ftp.connections == 0
+    assert sorted(web.paths) == ["/", "/go", "/goftp", "/ok", "/refresh", "/robots.txt"]
+    logged = sorted((e["url"], e["class"], e["detail"]) for e in read_items(errors))
+    refused = "RedirectRefused: redirects to {}, not an http(s) URL"
+    assert logged == [
+        (base + "/go", "out_of_scope", refused.format("file:///etc/passwd")),
+        (base + "/goftp", "out_of_scope", refused.format(f"ftp://127.0.0.1:{ftp.port}/y")),
+    ]
+    assert result.stat("crawlyx/error/out_of_scope") == "2"
+    assert result.stat("crawlyx/error/http_4xx") is None
+
+
+# --------------------------------------------------------------------------------------------
 # The browser's proxy (crawlyx.render.socks): real Chromium, servers on 127.0.0.1 and 127.0.0.2
 # --------------------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 Scrapy's redirect middlewares (``Location`` and meta refresh) follow any hop. A hop is
 a URL the crawl did not choose, so it gets the rules a link gets: the crawl's origin
-and allow/deny (class ``out_of_scope``) and the trap rules (class ``trap``). A hop back
+and allow/deny (class ``out_of_scope``, also for a hop to another scheme than http(s),
+which Scrapy does not follow) and the trap rules (class ``trap``). A hop back
 to a URL its own chain already requested is a loop (class ``trap``). A refused hop is
 never requested: the request that redirected fails with :class:`RedirectRefused`, and
 the spider's errback records it. A loop through pages fetched apart (each redirecting to
@@ -22,9 +23,12 @@ and counted in ``crawlyx/frontier/redirected`` (:mod:`crawlyx.frontier.scheduler
 
 from __future__ import annotations
 
+from urllib.parse import urljoin, urlsplit
+
 from scrapy.downloadermiddlewares import redirect
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
+from w3lib.url import safe_url_string
 
 from crawlyx.errors import CrawlyxIgnore
 from crawlyx.parts import crawl_parts
@@ -46,7 +50,7 @@ class HopRules:
 
     def _redirect(self, redirected, request, reason):
         spider = self.crawler.spider
-        checked = request.callback is not NO_CALLBACK and hasattr(spider, "scope")
+        checked = _checked(spider, request)
         graph = crawl_parts(self.crawler).graph if checked else None
         if graph is not None:
             # Every hop is in the link graph, followed or not, its target known or not.
@@ -58,11 +62,38 @@ class HopRules:
 
 
 class RedirectMiddleware(HopRules, redirect.RedirectMiddleware):
-    pass
+    def process_response(self, request, response, spider=None):
+        result = super().process_response(request, response)
+        if result is response and _checked(self.crawler.spider, request):
+            target = _other_scheme(request, response)
+            if target is not None:
+                detail = f"redirects to {target}, not an http(s) URL"
+                raise RedirectRefused("out_of_scope", detail, [request.url])
+        return result
 
 
 class MetaRefreshMiddleware(HopRules, redirect.MetaRefreshMiddleware):
     pass
+
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+def _checked(spider, request) -> bool:
+    """The request's hops are held to the crawl's rules (the spider's own requests)."""
+    return request.callback is not NO_CALLBACK and hasattr(spider, "scope")
+
+
+def _other_scheme(request, response) -> str | None:
+    """The target of a redirect to another scheme than http(s) (file:, ftp:, data:...):
+    Scrapy does not follow it and would pass the 3xx on as an HTTP error."""
+    location = response.headers.get("Location")
+    if response.status not in _REDIRECT_STATUSES or not location:
+        return None
+    if request.meta.get("dont_redirect"):
+        return None
+    target = urljoin(request.url, safe_url_string(location))
+    return None if urlsplit(target).scheme in ("http", "https") else target
 
 
 def _check_hop(spider, request, target: str) -> None:
