@@ -438,6 +438,55 @@ def test_numeric_names_are_judged_without_a_lookup():
     assert resolver.calls == []
 
 
+def test_ipv6_answers_are_judged_like_ipv4_ones_in_the_systems_order():
+    # The lookup asks for AAAA and A records; the first allowed answer, in the order the
+    # system gave them, is the one connected to.
+    resolver = make_resolver(
+        {
+            "v6only.example": ["2606:4700::1111"],
+            "v6first.example": ["2001:4860:4860::8888", "8.8.8.8"],
+            "v4first.example": ["8.8.8.8", "2001:4860:4860::8888"],
+            "ula.example": ["fd00::5", "2606:4700::1111"],
+            "mapped.example": ["::ffff:127.0.0.1"],
+            "nat64.example": ["64:ff9b::a9fe:a9fe"],
+            "link.example": ["fe80::1"],
+            "loop.example": ["::1", "127.0.0.1"],
+        }
+    )
+    assert resolve(resolver, "v6only.example") == "2606:4700::1111"
+    assert resolve(resolver, "v6first.example") == "2001:4860:4860::8888"
+    assert resolve(resolver, "v4first.example") == "8.8.8.8"
+    assert resolve(resolver, "ula.example") == "2606:4700::1111"
+    for name, reason in [
+        ("mapped.example", "::ffff:127.0.0.1: loopback (127.0.0.0/8)"),  # as 127.0.0.1
+        ("nat64.example", "NAT64 form of 169.254.169.254: the cloud metadata endpoint"),
+        ("link.example", "fe80::1: link-local"),
+        ("loop.example", "::1: loopback (::1); 127.0.0.1: loopback"),
+    ]:
+        refused = resolve(resolver, name)
+        assert classify(refused) == "ssrf_blocked", name
+        assert reason in refused.getErrorMessage(), name
+    key = allow("::1")  # noqa: F841 - a crawl started on [::1]: only ::1 is let through
+    assert resolve(resolver, "loop.example") == "::1"
+    assert classify(resolve(resolver, "mapped.example")) == "ssrf_blocked"
+
+
+def test_numeric_ipv6_names_are_judged_without_a_lookup():
+    resolver = make_resolver({})
+    for name in ("::1", "[::1]", "fd00::1", "fe80::1%eth0", "::ffff:7f00:2", "64:ff9b::a00:1"):
+        assert classify(resolve(resolver, name)) == "ssrf_blocked", name
+    assert resolve(resolver, "2606:4700::1111") == "2606:4700::1111"
+    key = allow("127.0.0.1")  # noqa: F841 - judged as the IPv4 address it maps
+    assert resolve(resolver, "::ffff:127.0.0.1") == "::ffff:7f00:1"
+    assert resolver.calls == []
+
+
+def test_the_real_lookup_asks_for_both_families():
+    assert SSRFResolver.lookup is ssrf.lookup_all
+    assert ssrf.lookup_all("::1") == ["::1"]  # numeric: getaddrinfo sends no query
+    assert ssrf.lookup_all("127.0.0.1") == ["127.0.0.1"]
+
+
 def test_lookup_failures_stay_dns_errors():
     resolver = make_resolver({})
     failure = resolve(resolver, "nowhere.invalid")
@@ -484,6 +533,17 @@ def test_scrapys_http11_agent_connects_to_exactly_the_checked_address():
     agent.request(b"GET", b"http://rebind.example:8080/")
     assert [(host, port) for host, port, *_ in reactor.tcpClients] == [("93.184.216.34", 8080)]
     assert resolver.calls == ["rebind.example"]
+
+
+def test_scrapys_http11_agent_connects_to_an_ipv6_answer():
+    resolver = make_resolver({"v6.example": ["fd00::5", "2001:4860:4860::8888", "8.8.8.8"]})
+    reactor = resolver.reactor
+    reactor.nameResolver = SimpleResolverComplexifier(resolver)
+    agent = _BindAddressAgent(reactor=reactor, contextFactory=BrowserLikePolicyForHTTPS())
+    agent.request(b"GET", b"http://v6.example:8080/")
+    assert [(host, port) for host, port, *_ in reactor.tcpClients] == [
+        ("2001:4860:4860::8888", 8080)
+    ]
 
 
 def test_a_refused_lookup_connects_nowhere_and_twisted_hides_the_reason():
@@ -692,8 +752,13 @@ def page(title: str, links: list[str]) -> str:
     return f"<html><head><title>{title}</title></head><body><h1>{title}</h1>{anchors}</body></html>"
 
 
+class IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class Server:
-    """A small HTTP server on one loopback address; records every request path."""
+    """A small HTTP server on one loopback address (IPv4 or IPv6); records every request
+    path."""
 
     def __init__(self, host: str, port: int = 0):
         self.routes: dict[str, tuple[int, dict, str]] = {}
@@ -708,7 +773,8 @@ class Server:
                 status, headers, body = server.routes.get(self.path, (404, {}, "not found"))
                 self.reply(status, body, headers=headers)
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        server_class = IPv6Server if ":" in host else ThreadingHTTPServer
+        self.httpd = server_class((host, port), Handler)
         self.httpd.daemon_threads = True
         self.host, self.port = self.httpd.server_address[:2]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -776,6 +842,33 @@ def test_same_origin_redirects_to_private_addresses_are_refused(web, internal, c
     assert result.stat("crawlyx/error/out_of_scope") == "4"
     assert result.stat("crawlyx/error/ssrf_blocked") is None
     assert "its addresses 127.0.0.1 may be fetched" in result.log
+
+
+def ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback (::1) on this machine")
+def test_a_site_on_ipv6_is_crawled(crawl):
+    with Server("::1") as web, Server("127.0.0.1") as v4:
+        v4.route("/", body=page("IPv4", []))
+        web.route("/", body=page("Home", ["/a", f"http://[::1]:{web.port}/b"]))
+        web.route("/a", body=page("A", ["/go"]))
+        web.route("/b", body=page("B", []))
+        # Loopback over IPv4 is another address than the start host's: refused.
+        web.route("/go", 302, Location=f"http://127.0.0.1:{v4.port}/")
+        result = crawl(f"start=http://[::1]:{web.port}/", "sitemap=0")
+    assert result.returncode == 0, result.log[-3000:]
+    base = f"http://[::1]:{web.port}"
+    assert sorted(result.urls) == [base + "/", base + "/a", base + "/b"]
+    assert sorted(web.paths) == ["/", "/a", "/b", "/go", "/robots.txt"]
+    assert v4.paths == []
+    assert "the start host ::1 is not public; its addresses ::1 may be fetched" in result.log
 
 
 def test_guard_off_fetches_the_private_hop(web, internal, crawl):

@@ -20,9 +20,10 @@ Where it is enforced:
 * :class:`SSRFResolver` (``TWISTED_DNS_RESOLVER``) is the check that counts. Scrapy's HTTP/1.1
   (and HTTP/2) handler connects through Twisted's ``HostnameEndpoint``, which asks the
   reactor's resolver for the address, once, and connects to exactly the address it returns:
-  there is no second lookup between the check and the connection. The resolver drops blocked
-  answers and fails the lookup when none is left. Numeric hosts (``127.0.0.2``,
-  ``0x7f000002``) are answered by the resolver itself, so they are judged here too.
+  there is no second lookup between the check and the connection. The resolver asks for
+  IPv6 and IPv4 addresses (a site on IPv6 alone can be crawled), drops blocked answers and
+  fails the lookup when none is left. Numeric hosts (``127.0.0.2``, ``0x7f000002``,
+  ``[::1]``) are answered by the resolver itself, so they are judged here too.
 * The middleware (:mod:`crawlyx.middlewares.ssrf`) refuses early, with the error class
   ``ssrf_blocked``: IP-literal hosts without a lookup, host names by asking the same
   resolver (a DNS-cache hit later, when the download connects), and requests with a proxy.
@@ -244,14 +245,9 @@ def numeric_host(host: str) -> str | None:
         return None
 
 
-def lookup_ipv4(name: str) -> list[str]:
-    """All IPv4 addresses of ``name``, in the resolver library's order (blocking)."""
-    infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)
-    return list(dict.fromkeys(info[4][0] for info in infos))
-
-
 def lookup_all(name: str) -> list[str]:
-    """All IPv4 and IPv6 addresses of ``name`` (blocking)."""
+    """All IPv4 and IPv6 addresses of ``name`` (AAAA and A), in the order the system
+    prefers them (getaddrinfo's: RFC 6724, as /etc/gai.conf tunes it) (blocking)."""
     infos = socket.getaddrinfo(name, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
     return list(dict.fromkeys(info[4][0].partition("%")[0] for info in infos))
 
@@ -336,14 +332,16 @@ def guard_off_hint() -> str:
 class SSRFResolver(CachingThreadedResolver):
     """Scrapy's caching threaded resolver, answering only with addresses the guard allows.
 
-    A lookup gets every IPv4 address of the name (cached like Scrapy's resolver caches, by
-    name, keyed apart from it) and returns the first allowed one: the address the download
-    then connects to. When none is allowed the lookup fails with :class:`SSRFLookupRefused`.
-    Numeric names (``127.0.0.2``, ``0x7f000002``) are answered without a lookup.
+    A lookup gets every address of the name, IPv6 and IPv4, in the order the system prefers
+    them (cached like Scrapy's resolver caches, by name, keyed apart from it), and returns
+    the first allowed one: the address the download then connects to (Twisted connects to
+    an IPv6 address given as a host, as to an IPv4 one). When none is allowed the lookup
+    fails with :class:`SSRFLookupRefused`. Numeric names (``127.0.0.2``, ``0x7f000002``,
+    ``::1``) are answered without a lookup.
     """
 
     #: The blocking lookup, run in the reactor's thread pool; tests replace it.
-    lookup = staticmethod(lookup_ipv4)
+    lookup = staticmethod(lookup_all)
 
     def __init__(self, reactor, cache_size: int, timeout: float, enabled: bool = True):
         super().__init__(reactor, cache_size, timeout)
@@ -363,7 +361,7 @@ class SSRFResolver(CachingThreadedResolver):
         return d
 
     def _answers(self, name: str) -> defer.Deferred[list[str]]:
-        literal = ipv4_host(name)
+        literal = numeric_host(name)
         if literal is not None:
             return defer.succeed([literal])
         key = ("crawlyx.policy.ssrf", name)
@@ -379,7 +377,7 @@ class SSRFResolver(CachingThreadedResolver):
 
     def _looked_up(self, addresses: list[str], key) -> list[str]:
         if not addresses:
-            raise DNSLookupError(f"address {key[1]!r} not found: no IPv4 address")
+            raise DNSLookupError(f"address {key[1]!r} not found: no address")
         dnscache[key] = addresses
         return addresses
 
