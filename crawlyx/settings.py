@@ -82,7 +82,9 @@ CRAWLYX_TRAP_PATTERN_BUDGET = 10_000
 CRAWLYX_RENDER = "auto"  # the render mode of a crawl run without -a render=
 CRAWLYX_CHROMIUM_PATH = "/usr/lib/chromium/chromium"
 CRAWLYX_RENDER_MAX_PAGES = 4  # browser pages open at once (one browser context)
-CRAWLYX_RENDER_TIMEOUT = 30.0  # seconds for a page's navigation in the browser
+# Seconds for a page's navigation in the browser; a connection of the browser's that moves
+# no byte this long is closed.
+CRAWLYX_RENDER_TIMEOUT = 30.0
 CRAWLYX_RENDER_WAIT_UNTIL = "load"  # load | domcontentloaded | networkidle
 # Hosts (names or addresses) the browser's pages may connect to; any other is refused
 # before it is looked up, so no DNS query leaves for it. Empty: any host the SSRF guard allows.

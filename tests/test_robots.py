@@ -1,16 +1,19 @@
 """robots.txt per RFC 9309 against hostile servers: 5xx, 4xx, timeouts, huge files,
-redirect chains, and the user agent token."""
+redirect chains, the user agent token; the job's fetch lock."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
 import time
+import uuid
 from collections import Counter
 
 import pytest
 
+from crawlyx.middlewares.robots import FetchLock
 from tests.conftest import crawl_command, crawl_env, free_port
 from tests.site import QuietHandler, Serving
 
@@ -206,3 +209,36 @@ def test_a_stopped_crawl_does_not_wait_out_the_outage(tmp_path, redis_url, redis
     assert "finished (shutdown)" in log, log[-3000:]
     assert fetched(site) == set()
     assert redis_client.llen(f"crawlyx:{job}:parked") == 1
+
+
+def test_a_lock_that_expired_is_left_to_its_new_holder(redis_client):
+    key = f"robots-lock-{uuid.uuid4().hex}"
+    a = FetchLock(redis_client, key, "process-a", ttl=0.2)
+    b = FetchLock(redis_client, key, "process-b")
+    assert a.acquire()
+    assert not b.acquire()  # one fetch at a time
+    time.sleep(0.3)  # A stalls past its lock's expiry, B takes it
+    assert b.acquire()
+    # A wakes up: renewing and releasing leave B's lock alone.
+    asyncio.run(asyncio.wait_for(a.keep(), timeout=10))  # returns: the lock is lost
+    assert not a.release()
+    assert redis_client.get(key) == b"process-b"
+    assert redis_client.ttl(key) > 20  # B's expiry, not A's
+    assert b.release()
+    assert redis_client.get(key) is None
+
+
+def test_a_lock_held_through_a_long_fetch_is_renewed(redis_client):
+    key = f"robots-lock-{uuid.uuid4().hex}"
+    lock = FetchLock(redis_client, key, "process-a", ttl=0.3)
+
+    async def fetch_for(seconds):
+        keeping = asyncio.ensure_future(lock.keep())
+        await asyncio.sleep(seconds)  # a fetch outlasting the expiry twice over
+        assert redis_client.get(key) == b"process-a"
+        keeping.cancel()
+
+    assert lock.acquire()
+    asyncio.run(fetch_for(0.7))
+    assert lock.release()
+    assert redis_client.get(key) is None

@@ -16,6 +16,9 @@ spider leaves its page queued for the job's next run instead of marking it done.
 process sees an outage afresh: an unreachable answer stored by an earlier run (or another
 process) is asked again, not waited on.
 
+One process of the job fetches an origin's robots.txt at a time (:class:`FetchLock`); the
+others wait for the answer it stores.
+
 Replaces Scrapy's RobotsTxtMiddleware, which treats a 5xx as "allow all" and keeps one
 answer for the whole crawl.
 """
@@ -25,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
-from contextlib import suppress
 
 from protego import Protego
+from redis.exceptions import LockError, LockNotOwnedError
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
@@ -46,7 +50,8 @@ MAX_REDIRECTS = 5
 FRESH_FOR = 24 * 3600
 RETRY_FIRST = 1.0  # seconds from an unreachable answer to the next attempt; doubles
 RETRY_MAX = 30.0  # the back-off's cap
-LOCK_TTL = 60
+# Seconds a robots.txt fetch lock outlives its holder's last renewal (see FetchLock).
+LOCK_TTL = 30.0
 
 
 class RobotsDisallowed(CrawlyxIgnore, IgnoreRequest):
@@ -110,6 +115,45 @@ class Robots:
         )
 
 
+class FetchLock:
+    """Which process of the job fetches an origin's robots.txt: a Redis key holding the
+    holder's token (one per process), expiring ``ttl`` seconds after it was taken or last
+    renewed, so that a holder that dies frees it soon.
+
+    No fixed expiry covers a fetch: it may wait at the window for the host's turn or a
+    Retry-After pause, then take retries and five redirects of up to DOWNLOAD_TIMEOUT
+    each. So the holder renews the lock while it fetches (:meth:`keep`). Renewing and
+    releasing compare the token first, atomically (redis-py's Lua scripts): a holder whose
+    lock expired meanwhile (a stalled process) neither extends nor deletes the next
+    holder's; at worst both fetch robots.txt."""
+
+    def __init__(self, client, key: str, token: str, ttl: float = LOCK_TTL):
+        self._lock = client.lock(key, timeout=ttl, blocking=False, thread_local=False)
+        self._token = token
+
+    def acquire(self) -> bool:
+        return self._lock.acquire(token=self._token)
+
+    async def keep(self) -> None:
+        """Renew the lock every third of its expiry, until cancelled or the lock is lost."""
+        while True:
+            await asyncio.sleep(self._lock.timeout / 3)
+            try:
+                self._lock.reacquire()
+            except LockNotOwnedError:
+                return  # expired, maybe taken: the new holder's is left alone
+            except REDIS_DOWN:
+                pass  # it may expire meanwhile, and another process fetch as well
+
+    def release(self) -> bool:
+        """Delete the lock if it is still ours; whether it was."""
+        try:
+            self._lock.release()
+        except (LockError, *REDIS_DOWN):  # not ours any more, or it expires on its own
+            return False
+        return True
+
+
 class RobotsMiddleware:
     def __init__(self, crawler):
         settings = crawler.settings
@@ -118,6 +162,7 @@ class RobotsMiddleware:
         self.crawler = crawler
         self.agent = settings.get("CRAWLYX_BOT_NAME") or settings.get("BOT_NAME")
         self.retry_for = settings.getfloat("CRAWLYX_ROBOTS_RETRY_FOR")
+        self._token = secrets.token_hex(8)  # this process's, in the fetch locks it holds
         self._robots: dict[str, Robots] = {}
         self._pending: dict[str, asyncio.Future] = {}
         # origin -> when this process found its robots.txt unreachable, until it answers.
@@ -175,7 +220,7 @@ class RobotsMiddleware:
     async def _load(self, origin: str) -> Robots:
         state = crawl_parts(self.crawler).state
         key = _robots_key(state, origin)
-        lock = key + ":lock"
+        lock = FetchLock(state.client, key + ":lock", self._token)
         redis = state.client
         while True:
             try:
@@ -185,12 +230,13 @@ class RobotsMiddleware:
                     if not stored.unreachable or origin in self._down_since:
                         return stored
                 # One process of the job fetches; the others wait for its answer.
-                locked = redis.set(lock, 1, nx=True, ex=LOCK_TTL)
+                locked = lock.acquire()
             except REDIS_DOWN as exc:  # the origin's requests wait for Redis
                 outage(self.crawler.stats, f"reading robots.txt of {origin}", exc)
                 await asyncio.sleep(1.0)
                 continue
             if locked:
+                keeping = asyncio.ensure_future(lock.keep())
                 try:
                     robots = await self._fetch(origin)
                     if robots.unreachable:
@@ -206,8 +252,8 @@ class RobotsMiddleware:
                 except REDIS_DOWN as exc:  # this process has the rules, the others wait
                     outage(self.crawler.stats, f"storing robots.txt of {origin}", exc)
                 finally:
-                    with suppress(*REDIS_DOWN):  # or the lock expires
-                        redis.delete(lock)
+                    keeping.cancel()
+                    lock.release()
                 return robots
             await asyncio.sleep(0.1)
 
