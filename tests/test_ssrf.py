@@ -10,6 +10,7 @@ The browser test's Chromium connects only through the proxies, whose lookups are
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import socket
 import subprocess
@@ -45,7 +46,7 @@ from crawlyx.policy.ssrf import (
     register_guard,
     start_allowed,
 )
-from crawlyx.render.socks import SocksProxy
+from crawlyx.render.proxy import BrowserProxy
 from tests.conftest import crawl_command, crawl_env, read_items
 from tests.site import QuietHandler
 
@@ -1045,7 +1046,7 @@ def test_links_and_redirects_to_other_schemes_fetch_nothing(web, crawl, tmp_path
 
 
 # --------------------------------------------------------------------------------------------
-# The browser's proxy (crawlyx.render.socks): real Chromium, servers on 127.0.0.1 and 127.0.0.2
+# The browser's proxy (crawlyx.render.proxy): real Chromium, servers on 127.0.0.1 and 127.0.0.2
 # --------------------------------------------------------------------------------------------
 
 
@@ -1061,13 +1062,13 @@ async def browse(chromium, proxy, visits, own_lookups):
         raise SSRFBlocked(host)
 
     outcomes = []
-    own = SocksProxy(lookup, timeout=5, allowed_hosts=(), log_level=logging.DEBUG)
-    server = await proxy.start()
+    own = BrowserProxy(lookup, timeout=5, allowed_hosts=(), log_level=logging.DEBUG)
+    pages_proxy = await proxy.start()
     try:
         async with async_playwright() as playwright:
-            options = {**render.launch_options(chromium), "proxy": {"server": await own.start()}}
+            options = {**render.launch_options(chromium), "proxy": await own.start()}
             browser = await playwright.chromium.launch(**options)
-            context = await browser.new_context(proxy={"server": server})
+            context = await browser.new_context(proxy=pages_proxy)
             page = await context.new_page()
             for visit in visits:
                 url, script = visit if isinstance(visit, tuple) else (visit, None)
@@ -1087,6 +1088,7 @@ async def browse(chromium, proxy, visits, own_lookups):
 
 
 FETCH = "fetch('{url}').then(r => 'fetched ' + r.status, e => 'failed')"
+SOCKET = "new Promise(done => {{ new WebSocket('{url}').onclose = () => done('closed') }})"
 
 
 def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, caplog):
@@ -1112,9 +1114,9 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
             return answer
 
         stats = get_crawler(Spider).stats
-        proxy = SocksProxy(checked, timeout=5, stats=stats)
+        proxy = BrowserProxy(checked, timeout=5, stats=stats)
         home = f"http://localhost:{p}/"
-        with caplog.at_level("INFO", logger="crawlyx.render.socks"):
+        with caplog.at_level("INFO", logger="crawlyx.render.proxy"):
             outcomes = run(
                 browse(
                     chromium,
@@ -1122,6 +1124,9 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
                     [
                         (home, FETCH.format(url=f"http://localhost:{p}/api")),
                         (home, FETCH.format(url=f"http://rebound.test:{p}/api")),
+                        # WebSockets go through CONNECT; this server answers the handshake 404.
+                        (home, SOCKET.format(url=f"ws://localhost:{p}/socket")),
+                        (home, SOCKET.format(url=f"ws://rebound.test:{p}/socket")),
                         f"http://localhost:{p}/hop",  # the browser follows it itself
                         f"http://127.0.0.1:{p}/",
                         f"http://[::1]:{p}/",
@@ -1130,35 +1135,47 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
                     own_lookups,
                 )
             )
-    failed = "Page.goto: net::ERR_SOCKS_CONNECTION_FAILED"
-    assert outcomes[:2] == ["fetched 200", "failed"]
-    assert [outcome.partition(" at ")[0] for outcome in outcomes[2:]] == [failed] * 4
+    failed = "Page.goto: net::ERR_EMPTY_RESPONSE"  # refused: closed without an answer
+    assert outcomes[:4] == ["fetched 200", "failed", "closed", "closed"]
+    assert [outcome.partition(" at ")[0] for outcome in outcomes[4:]] == [failed] * 4
     assert private.paths == []  # the blocked address saw nothing
-    assert [path for path in site.paths if path != "/favicon.ico"] == ["/", "/api", "/", "/hop"]
+    paths = [path for path in site.paths if path != "/favicon.ico"]
+    assert paths == ["/", "/api", "/", "/", "/socket", "/", "/hop"]
     # Each refusal is logged and counted (Chromium may try a failed connection twice).
     prefix = "SSRF guard refused the browser a connection to "
-    records = [r.getMessage() for r in caplog.records if r.name == "crawlyx.render.socks"]
+    records = [r.getMessage() for r in caplog.records if r.name == "crawlyx.render.proxy"]
     refused = {message.removeprefix(prefix).split(": ")[0] for message in records}
     assert refused == {f"rebound.test:{p}", f"127.0.0.1:{p}", f"[::1]:{p}"}
     assert stats.get_value("crawlyx/ssrf/browser_blocked") == len(records) >= 4
     # Only the pages' hosts were looked up; what the browser fetched for itself, nothing.
-    assert set(asked) == {"localhost", "rebound.test", "127.0.0.1", "nowhere.test"}
+    assert set(asked) == {"localhost", "rebound.test", "127.0.0.1", "::1", "nowhere.test"}
     assert own_lookups == []
 
 
-async def exchange(proxy: SocksProxy, methods: bytes, request: bytes = b"") -> bytes:
-    """Everything ``proxy`` answers a client that sends ``methods``, then ``request``,
-    then nothing, until it closes."""
-    host, port = (await proxy.start()).removeprefix("socks5://").split(":")
+def credentials(option: dict) -> bytes:
+    """The Proxy-Authorization header of the proxy whose Playwright option is ``option``."""
+    token = base64.b64encode(f"{option['username']}:{option['password']}".encode())
+    return b"Proxy-Authorization: Basic " + token + b"\r\n"
+
+
+async def exchange(proxy: BrowserProxy, request, timeout: float = 10) -> bytes:
+    """Everything ``proxy`` answers a client that sends ``request`` (bytes, or a function of
+    the proxy's Playwright option giving them), then nothing, until it closes."""
+    option = await proxy.start()
     try:
-        reader, writer = await asyncio.open_connection(host, int(port))
-        writer.write(bytes([5, len(methods)]) + methods + request)
+        port = int(option["server"].rpartition(":")[2])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request(option) if callable(request) else request)
         writer.write_eof()  # through to the server, when connected: it then closes too
-        answer = await reader.read()
+        answer = await asyncio.wait_for(reader.read(), timeout)  # a hang guard
         writer.close()
         return answer
     finally:
         await proxy.close()
+
+
+def ask(proxy: BrowserProxy, request) -> bytes:
+    return run(exchange(proxy, request))
 
 
 def recording(looked_up: list[str], answer: str = "127.0.0.1"):
@@ -1169,44 +1186,157 @@ def recording(looked_up: list[str], answer: str = "127.0.0.1"):
     return lookup
 
 
-def test_the_proxy_only_connects():
-    # CONNECT without authentication only: BIND, UDP ASSOCIATE and an IPv6 address are
-    # refused (the reply code is the second byte of the reply), and nothing is looked up.
+class Recorder:
+    """A server on 127.0.0.1 that records the bytes each connection sends until it ends,
+    answering each with ``answer``, then closing."""
+
+    def __init__(self, answer: bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"):
+        self.answer = answer
+        self.received: list[bytes] = []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
+                    data += chunk
+                self.received.append(data)
+                conn.sendall(self.answer)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
+def test_a_client_without_the_crawls_secret_is_refused(caplog):
+    # Chromium's first request carries no credentials: it gets the challenge, and Playwright
+    # answers it with the secret. Any other client gets the challenge, and nothing else.
     looked_up = []
+    with Recorder() as site:
+        request = f"CONNECT 127.0.0.1:{site.port} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
 
-    def ask(methods: bytes, request: bytes = b"") -> bytes:
-        return run(exchange(SocksProxy(recording(looked_up), timeout=5), methods, request))
+        def with_secret(option):
+            return request + credentials(option) + b"\r\n"
 
-    site = b"\x03\x09site.test\x00\x50"  # site.test:80
-    ipv6 = b"\x04" + bytes(15) + b"\x01\x00\x50"  # [::1]:80
-    assert ask(b"\x02") == b"\x05\xff"  # username/password only: no method
-    refused_bind = b"\x05\x00" + b"\x05\x07\x00\x01" + bytes(6)  # method, then the reply
-    assert ask(b"\x00", b"\x05\x02\x00" + site) == refused_bind
-    assert ask(b"\x00", b"\x05\x03\x00" + site)[:4] == b"\x05\x00\x05\x07"
-    assert ask(b"\x00", b"\x05\x01\x00" + ipv6)[:4] == b"\x05\x00\x05\x08"
+        def with_another_proxys_secret(option):
+            return with_secret({**option, "password": BrowserProxy().password})
+
+        proxy = BrowserProxy(recording(looked_up), timeout=5)
+        assert ask(proxy, request + b"\r\n").startswith(b"HTTP/1.1 407 ")
+        with caplog.at_level("WARNING", logger="crawlyx.render.proxy"):
+            refused = ask(proxy, with_another_proxys_secret)
+        assert refused.startswith(b"HTTP/1.1 407 ") and b"Proxy-Authenticate: Basic" in refused
+        assert "refused a client with a wrong secret" in caplog.text
+        assert looked_up == [] and site.received == []
+        # With it: a tunnel to the address the resolver answered.
+        tunnel = ask(proxy, lambda option: with_secret(option) + b"hello")
+    assert tunnel == b"HTTP/1.1 200 Connection established\r\n\r\n" + site.answer
+    assert looked_up == ["127.0.0.1"] and site.received == [b"hello"]
+
+
+def test_a_plain_request_is_forwarded_alone_without_the_secret():
+    looked_up = []
+    with Recorder() as site:
+        head = (
+            f"GET http://site.test:{site.port}/page?q=1 HTTP/1.1\r\n"
+            f"Host: site.test:{site.port}\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n"
+        ).encode()
+        proxy = BrowserProxy(recording(looked_up), timeout=5)
+        answer = ask(proxy, lambda option: head + credentials(option) + b"\r\n")
+    assert answer == site.answer
+    assert looked_up == ["site.test"]
+    assert site.received == [
+        f"GET /page?q=1 HTTP/1.1\r\nHost: site.test:{site.port}\r\nAccept: */*\r\n"
+        "Connection: close\r\n\r\n".encode()
+    ]
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"GET https://site.test/ HTTP/1.1\r\n",  # only CONNECT reaches https
+        b"GET /relative HTTP/1.1\r\n",
+        b"CONNECT site.test HTTP/1.1\r\n",  # no port
+        b"CONNECT [::1:443 HTTP/1.1\r\n",
+        b"POST http://site.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n",
+        b"GET http://site.test/ HTTP/1.1\r\nbroken header\r\n",
+        b"NONSENSE\r\n",
+    ],
+)
+def test_what_the_proxy_cannot_forward_is_closed_unanswered(request_head):
+    looked_up = []
+    proxy = BrowserProxy(recording(looked_up), timeout=5)
+    assert ask(proxy, lambda option: request_head + credentials(option) + b"\r\n") == b""
     assert looked_up == []
 
 
 def test_a_host_outside_the_allowed_hosts_is_refused_without_a_lookup(caplog):
     # CRAWLYX_RENDER_ALLOWED_HOSTS: a name not listed is refused before the resolver is
     # asked, so no DNS query is sent for it; a listed one (any case) is looked up.
-    with Server("127.0.0.1") as web:
+    with Recorder() as site:
         looked_up = []
         stats = get_crawler(Spider).stats
 
-        def connect(host: bytes, allowed) -> bytes:
-            proxy = SocksProxy(recording(looked_up), 5, stats, allowed_hosts=allowed)
-            target = b"\x03" + bytes([len(host)]) + host + web.port.to_bytes(2, "big")
-            return run(exchange(proxy, b"\x00", b"\x05\x01\x00" + target))[:4]
+        def connect(host: str, allowed) -> bytes:
+            proxy = BrowserProxy(recording(looked_up), 5, stats=stats, allowed_hosts=allowed)
+            head = f"CONNECT {host}:{site.port} HTTP/1.1\r\n".encode()
+            return ask(proxy, lambda option: head + credentials(option) + b"\r\n")
 
-        with caplog.at_level("INFO", logger="crawlyx.render.socks"):
-            refused = connect(b"clients2.google.com", ["localhost", "127.0.0.1"])
-            none_allowed = connect(b"localhost", ())
-            listed = connect(b"LocalHost", ["localhost"])
-            any_host = connect(b"site.test", None)
-    assert refused == none_allowed == b"\x05\x00\x05\x02"  # not allowed by ruleset
-    assert listed == any_host == b"\x05\x00\x05\x00"  # succeeded
-    assert looked_up == ["LocalHost", "site.test"]
+        with caplog.at_level("INFO", logger="crawlyx.render.proxy"):
+            refused = connect("clients2.google.com", ["localhost", "127.0.0.1"])
+            none_allowed = connect("localhost", ())
+            listed = connect("LocalHost", ["localhost"])
+            any_host = connect("site.test", None)
+    assert refused == none_allowed == b""  # closed unanswered
+    assert listed == any_host == b"HTTP/1.1 200 Connection established\r\n\r\n" + site.answer
+    assert looked_up == ["localhost", "site.test"]
     assert stats.get_value("crawlyx/ssrf/browser_blocked") == 2
     assert "connection to clients2.google.com:" in caplog.text
     assert "not an allowed host; not looked up" in caplog.text
+
+
+def test_an_idle_connection_is_closed():
+    # A tunnel to a site that never answers, from a client that sends nothing more: both
+    # ends are closed once nothing moved for idle_timeout (never before it).
+    async def scenario():
+        closed = asyncio.Event()
+
+        async def silent(reader, writer):
+            await reader.read()  # until the proxy closes its end
+            closed.set()
+            writer.close()
+
+        site = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = site.sockets[0].getsockname()[1]
+        proxy = BrowserProxy(recording([]), timeout=5, idle_timeout=0.3)
+        option = await proxy.start()
+        try:
+            proxy_port = int(option["server"].rpartition(":")[2])
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy_port)
+            head = f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n".encode()
+            writer.write(head + credentials(option) + b"\r\n")
+            established = await reader.readuntil(b"\r\n\r\n")
+            started = asyncio.get_running_loop().time()
+            rest = await asyncio.wait_for(reader.read(), 10)  # a hang guard
+            idle = asyncio.get_running_loop().time() - started
+            await asyncio.wait_for(closed.wait(), 10)
+            writer.close()
+            return established, rest, idle
+        finally:
+            await proxy.close()
+            site.close()
+
+    established, rest, idle = run(scenario())
+    assert established.startswith(b"HTTP/1.1 200 ")
+    assert rest == b""  # closed by the proxy
+    assert idle >= 0.3

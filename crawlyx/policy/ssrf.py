@@ -33,9 +33,9 @@ Where it is enforced:
   own error class; if a refusal still happens at connection time (the DNS answer changed
   in between), the middleware's ``process_exception`` names it ``ssrf_blocked`` too.
 * The browser (rendering) resolves nothing itself: it connects only through
-  :class:`crawlyx.render.socks.SocksProxy`, which asks the same resolver and connects to exactly
-  the address it answered, for every connection (subresources, XHRs, the redirects the
-  browser follows). A refusal there is counted as ``crawlyx/ssrf/browser_blocked``; the
+  :class:`crawlyx.render.proxy.BrowserProxy`, which asks the same resolver and connects to
+  exactly the address it answered, for every connection (subresources, XHRs, the redirects
+  the browser follows). A refusal there is counted as ``crawlyx/ssrf/browser_blocked``; the
   page's render fails.
 
 Every redirect hop is a new request, so it passes through the middleware and the resolver

@@ -15,7 +15,7 @@ HTTP handler, so plain requests are unchanged. In the browser, only the page's o
 origin is fetched, and never an image, a font or media (:func:`abort_request`). That
 check sees neither the redirects the browser follows nor the address a name resolves
 to: the SSRF guard is enforced below it, on every connection the browser makes, by the
-proxy its pages connect through (:mod:`crawlyx.render.socks`, :mod:`crawlyx.render.browser`).
+proxy its pages connect through (:mod:`crawlyx.render.proxy`, :mod:`crawlyx.render.browser`).
 
 A render that fails (a browser error, a timeout, a crash, a navigation off the
 crawl's origin) is recorded as ``render`` and the page's HTTP version is emitted

@@ -9,10 +9,11 @@ The Playwright driver starts with the first page to render, not with the crawl: 
 :func:`crawlyx.render.configure` only when the crawl may render; requests without
 ``meta["playwright"]`` go to Scrapy's own HTTP handler underneath.
 
-The browser reaches the network only through two :class:`crawlyx.render.socks.SocksProxy`,
-started with the driver. The pages' browser context connects through one that resolves
+The browser reaches the network only through two :class:`crawlyx.render.proxy.BrowserProxy`,
+started with the driver, each open only to this crawl's browser (a secret of its own,
+handed to Playwright). The pages' browser context connects through one that resolves
 with the crawl's resolver, so the SSRF guard covers every connection a page makes (see
-:mod:`crawlyx.render.socks`), to the hosts in ``CRAWLYX_RENDER_ALLOWED_HOSTS`` only when that is
+:mod:`crawlyx.render.proxy`), to the hosts in ``CRAWLYX_RENDER_ALLOWED_HOSTS`` only when that is
 set. The browser itself is launched with the other, which serves no host: what Chromium
 fetches for itself, outside any page (update checks, Google sign-in, network time), is
 refused before a name is looked up. A crawler's browser has no business phoning home, and
@@ -28,7 +29,7 @@ from weakref import WeakKeyDictionary
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
-from crawlyx.render.socks import SocksProxy
+from crawlyx.render.proxy import BrowserProxy
 
 _shared: WeakKeyDictionary = WeakKeyDictionary()
 
@@ -49,10 +50,11 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
         settings = crawler.settings
         timeout = settings.getfloat("CRAWLYX_RENDER_TIMEOUT")
         allowed = settings.getlist("CRAWLYX_RENDER_ALLOWED_HOSTS") or None
-        self._proxy = SocksProxy(timeout=timeout, stats=crawler.stats, allowed_hosts=allowed)
+        # Connections idle for CRAWLYX_RENDER_TIMEOUT are closed: no page waits that long.
+        self._proxy = BrowserProxy(timeout=timeout, stats=crawler.stats, allowed_hosts=allowed)
         # The browser's own traffic: refused (logged at DEBUG only), never looked up.
-        self._own_proxy = SocksProxy(timeout=timeout, allowed_hosts=(), log_level=logging.DEBUG)
-        self._server = ""  # the pages' proxy, once started
+        self._own_proxy = BrowserProxy(timeout=timeout, allowed_hosts=(), log_level=logging.DEBUG)
+        self._pages_proxy: dict = {}  # Playwright's proxy option for the pages, once started
 
     async def _maybe_launch_in_thread(self) -> None:
         """At engine start (scrapy-playwright launches its driver here): nothing yet."""
@@ -62,15 +64,14 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
             if not self._started:
                 # The browser, launched with the first page, connects through a proxy
                 # that serves nothing; its pages' context through the crawl's.
-                self._server = await self._proxy.start()
-                own = await self._own_proxy.start()
-                self.config.launch_options["proxy"] = {"server": own}
+                self._pages_proxy = await self._proxy.start()
+                self.config.launch_options["proxy"] = await self._own_proxy.start()
                 await self._launch()  # the Playwright driver; the browser comes next
                 self._started = True
         return await super()._download_request(request, spider)
 
     async def _create_browser_context(self, name, context_kwargs, spider=None):
-        context_kwargs = {**(context_kwargs or {}), "proxy": {"server": self._server}}
+        context_kwargs = {**(context_kwargs or {}), "proxy": self._pages_proxy}
         return await super()._create_browser_context(name, context_kwargs, spider)
 
     async def close(self) -> None:
