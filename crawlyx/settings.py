@@ -20,6 +20,9 @@ CRAWLYX_ROBOTS_ENABLED = True
 # Seconds an origin's pages wait for its unreachable robots.txt (5xx, 429, no answer) before
 # they are given up as robots_unavailable, left queued for the job's next run.
 CRAWLYX_ROBOTS_RETRY_FOR = 120.0
+# Seconds: a robots.txt Crawl-delay longer than this is applied as this (logged, counted in
+# crawlyx/robots/crawl_delay_capped); a site asking for a day per page is not waited on.
+CRAWLYX_MAX_CRAWL_DELAY = 60.0
 CRAWLYX_SITEMAP_MAX_BYTES = 10 * 1024 * 1024  # per sitemap document; larger ones are skipped
 # Links of a page followed, recorded in the graph and listed in its item: the first ones,
 # in page order. The rest are counted (crawlyx/links/capped).

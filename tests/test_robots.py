@@ -1,5 +1,5 @@
 """robots.txt per RFC 9309 against hostile servers: 5xx, 4xx, timeouts, huge files,
-redirect chains, the user agent token; the job's fetch lock."""
+redirect chains, the user agent token, an outsized Crawl-delay; the job's fetch lock."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import uuid
 from collections import Counter
 
 import pytest
+from scrapy.settings import Settings
 
+from crawlyx.addon import Addon
 from crawlyx.middlewares.robots import FetchLock
 from tests.conftest import crawl_command, crawl_env, free_port
 from tests.site import QuietHandler, Serving
@@ -24,11 +26,13 @@ class RobotsSite(Serving):
     def __init__(self, robots):
         self.robots = robots  # handler(self_handler) -> None, writes the robots.txt response
         self.counts: Counter[str] = Counter()
+        self.times: list[tuple[str, float]] = []  # (path, when it was asked)
         site = self
 
         class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 site.counts[self.path] += 1
+                site.times.append((self.path, time.monotonic()))
                 if self.path.startswith("/robots"):
                     return site.robots(self)
                 if self.path == "/":
@@ -209,6 +213,29 @@ def test_a_stopped_crawl_does_not_wait_out_the_outage(tmp_path, redis_url, redis
     assert "finished (shutdown)" in log, log[-3000:]
     assert fetched(site) == set()
     assert redis_client.llen(f"crawlyx:{job}:parked") == 1
+
+
+def test_an_outsized_crawl_delay_is_capped(crawl):
+    # A day between requests, as written, would hang this crawl (and the hang guard).
+    with RobotsSite(body("User-agent: *\nCrawl-delay: 86400\n")) as site:
+        settings = {"RETRY_TIMES": 0, "CRAWLYX_MAX_CRAWL_DELAY": 0.5}
+        result = crawl(f"start={site.base}/", "sitemap=0", settings=settings, timeout=60)
+    assert result.returncode == 0, result.log[-3000:]
+    assert fetched(site) == {"/", "/a", "/b", "/private/c"}
+    assert result.stat("crawlyx/robots/crawl_delay_capped") == "1"  # once for the origin
+    assert "asks for a Crawl-delay of 86400 s: capped at 0.5 s" in result.log
+    # Capped, not dropped: the pages still start the capped delay apart.
+    starts = [when for path, when in site.times if not path.startswith("/robots")]
+    assert min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.4
+
+
+@pytest.mark.parametrize("value", ["-1", "a day", "nan"])
+def test_a_bad_crawl_delay_cap_is_one_line_naming_it(value):
+    settings = Settings()
+    settings.setmodule("crawlyx.settings")
+    settings.set("CRAWLYX_MAX_CRAWL_DELAY", value)
+    with pytest.raises(ValueError, match=r"^CRAWLYX_MAX_CRAWL_DELAY \(.*\) must be a number"):
+        Addon.check_settings(settings)
 
 
 def test_a_lock_that_expired_is_left_to_its_new_holder(redis_client):

@@ -17,7 +17,7 @@ from scrapy.settings import Settings
 from crawlyx.frontier.state import State
 from crawlyx.middlewares.budget import Host, SharedBudget
 from crawlyx.middlewares.retry_after import parse_retry_after
-from crawlyx.middlewares.robots import Robots
+from crawlyx.middlewares.robots import Robots, RobotsMiddleware
 from crawlyx.middlewares.window import WindowMiddleware
 from tests.site import QuietHandler, Server
 
@@ -207,10 +207,8 @@ def test_middleware_applies_the_window_and_crawl_delay_to_the_slot(redis_client)
     crawler = mw.crawler
     slot = SimpleNamespace(concurrency=40, delay=0.0, jitter=0.5, latercall=None)
     crawler.engine.downloader.slots["h"] = slot
-    robots_mw = SimpleNamespace(
-        agent="crawlyx",
-        cached=lambda origin: Robots(200, "User-agent: *\nCrawl-delay: 2\n", 0.0),
-    )
+    robots_mw = RobotsMiddleware(crawler)  # holding the rules, as once it fetched them
+    robots_mw._robots["http://h"] = Robots(200, "User-agent: *\nCrawl-delay: 2\n", 0.0)
     mw._robots = robots_mw
     request = FakeRequest("http://h/page")
     asyncio.run(mw.process_request(request))

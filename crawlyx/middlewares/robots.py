@@ -19,6 +19,10 @@ process) is asked again, not waited on.
 One process of the job fetches an origin's robots.txt at a time (:class:`FetchLock`); the
 others wait for the answer it stores.
 
+A ``Crawl-delay`` is applied by the window (:mod:`crawlyx.middlewares.window`), at most
+``CRAWLYX_MAX_CRAWL_DELAY`` seconds: a site asking for a day between requests gets the
+cap instead (logged once per origin, counted in ``crawlyx/robots/crawl_delay_capped``).
+
 Replaces Scrapy's RobotsTxtMiddleware, which treats a 5xx as "allow all" and keeps one
 answer for the whole crawl.
 """
@@ -162,6 +166,8 @@ class RobotsMiddleware:
         self.crawler = crawler
         self.agent = settings.get("CRAWLYX_BOT_NAME") or settings.get("BOT_NAME")
         self.retry_for = settings.getfloat("CRAWLYX_ROBOTS_RETRY_FOR")
+        self.max_crawl_delay = settings.getfloat("CRAWLYX_MAX_CRAWL_DELAY")
+        self._capped: set[str] = set()  # origins whose Crawl-delay was capped, logged once
         self._token = secrets.token_hex(8)  # this process's, in the fetch locks it holds
         self._robots: dict[str, Robots] = {}
         self._pending: dict[str, asyncio.Future] = {}
@@ -196,6 +202,24 @@ class RobotsMiddleware:
     def cached(self, origin: str) -> Robots | None:
         """The rules this process holds for ``origin``, without fetching (None: not yet)."""
         return self._robots.get(origin)
+
+    def crawl_delay(self, origin: str, robots: Robots) -> float | None:
+        """The Crawl-delay ``robots`` (``origin``'s) sets for our token, in seconds, at
+        most CRAWLYX_MAX_CRAWL_DELAY; None if it sets none."""
+        delay = robots.crawl_delay(self.agent)
+        if delay is None or delay <= self.max_crawl_delay:
+            return delay
+        if origin not in self._capped:
+            self._capped.add(origin)
+            self.crawler.stats.inc_value("crawlyx/robots/crawl_delay_capped")
+            logger.warning(
+                "robots.txt of %s asks for a Crawl-delay of %g s: capped at %g s "
+                "(CRAWLYX_MAX_CRAWL_DELAY)",
+                origin,
+                delay,
+                self.max_crawl_delay,
+            )
+        return self.max_crawl_delay
 
     async def robots_for(self, origin: str) -> Robots:
         robots = self._robots.get(origin)

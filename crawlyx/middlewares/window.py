@@ -43,10 +43,10 @@ Two floors on top of the window:
   429, wait. A graceful stop (one Ctrl-C) waits for the requests held, like any
   request in progress: at most ``CRAWLYX_WINDOW_RETRY_AFTER_MAX``; a second Ctrl-C
   stops at once.
-* ``Crawl-delay`` from robots.txt: each request start takes the host's next start
-  time from the job's budget at the gate. Not the slot's delay: a slot delays a
-  request after the gate let it through, which would shift its start past the time
-  the other processes were told.
+* ``Crawl-delay`` from robots.txt (at most ``CRAWLYX_MAX_CRAWL_DELAY``): each request
+  start takes the host's next start time from the job's budget at the gate. Not the
+  slot's delay: a slot delays a request after the gate let it through, which would
+  shift its start past the time the other processes were told.
 
 Responses are judged on the ``response_downloaded`` signal (as AutoThrottle does): it
 fires before the downloader frees the transfer slot and looks at its queue, so a
@@ -359,7 +359,7 @@ class WindowMiddleware:
             return None
         cached = self._crawl_delays.get(origin)
         if cached is None or cached[0] is not robots:
-            cached = self._crawl_delays[origin] = (robots, robots.crawl_delay(robots_mw.agent))
+            cached = self._crawl_delays[origin] = (robots, robots_mw.crawl_delay(origin, robots))
         return cached[1]
 
     def _robots_middleware(self) -> RobotsMiddleware | None:
