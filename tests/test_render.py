@@ -176,10 +176,11 @@ def test_auto_renders_only_the_shell_and_keeps_http_when_rendering_fails(chromiu
     for path in ("/", "/plain", "/linked-from-js"):
         assert items[base + path]["render"] == "http"
         assert site.counts[path] == 1, (path, site.counts)
-    # The browser timed out on /slow: its HTTP version is kept, the failure recorded.
+    # The browser timed out on /slow: its HTTP version is emitted, fetched again (no page
+    # travels through the queue), and the failure recorded.
     slow = items[f"{base}/slow"]
     assert slow["render"] == "http" and slow["title"] == "Slow" and slow["status"] == 200
-    assert site.counts["/slow"] == 2
+    assert site.counts["/slow"] == 3
     assert [(e["url"], e["class"]) for e in result.errors] == [(f"{base}/slow", "render")]
     assert "Timeout" in result.errors[0]["detail"]
     assert result.stat("crawlyx/error/render") == "1"
@@ -379,13 +380,10 @@ def test_no_feature_switches_replace_playwrights():
         assert len(switches) == len(set(switches))
 
 
-def test_browser_requests_and_kept_pages_are_plain_data():
+def test_browser_requests_are_plain_data():
     from scrapy.settings import Settings
 
     settings = Settings()
     settings.setmodule("crawlyx.settings")
     meta = render.browser_meta(settings)
     assert json.loads(json.dumps(meta)) == meta
-    page = analyze(JS_PAGE.format(port=1), "http://x.test/js", "http://x.test")
-    assert render.keepable({"page": page, "directives": [], "facts": {}})
-    assert not render.keepable({"page": {"markdown": "x" * (render.HTTP_PAGE_MAX_BYTES + 1)}})

@@ -19,7 +19,6 @@ from crawlyx import render
 from crawlyx import settings as project
 from crawlyx.feeds import FileFeedStorage
 from crawlyx.frontier import queued
-from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.frontier.scheduler import Scheduler
 from crawlyx.frontier.visited import LEASE_META, VisitedTable
 from crawlyx.items import PageItem
@@ -196,15 +195,11 @@ def test_idle_process_releases_its_lost_leases(scheduler):
                 "download_latency": 0.1,
             },
         },
-        # a render: scrapy-playwright's meta and the page's HTTP version
+        # a render: scrapy-playwright's meta, and that the page's HTTP version was fine
         lambda spider: {
             "callback": spider.parse,
             "dont_filter": True,
-            "meta": {
-                **spider.browser_meta,
-                "playwright": True,
-                render.HTTP_PAGE_META: {"page": {"links": {"u": ["r", "f"]}}, "facts": {}},
-            },
+            "meta": {**spider.browser_meta, render.HTTP_PAGE_META: True},
         },
     ],
 )
@@ -400,41 +395,26 @@ def test_a_page_whose_reading_meets_a_redis_outage_is_given_back(scheduler):
     assert again == ["http://127.0.0.1:9/outage"]
 
 
-def test_a_failed_render_emits_the_http_version_under_the_lease_rules(scheduler):
+def test_a_failed_render_fetches_the_page_again_under_its_lease(scheduler):
     crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
     crawler.engine = engine_over(scheduler)
     LeaseMiddleware.from_crawler(crawler)
     scheduler.enqueue_request(Request("http://127.0.0.1:9/shell", spider.parse))
     request = scheduler.next_request()
     fp = request.meta[LEASE_META]
-    # Sent to the browser with the page's HTTP version, which the browser fails on.
-    links = [f"http://127.0.0.1:9/linked{n}" for n in range(3)]
-    page = {
-        "links": {link: (link, url_fingerprint(link)) for link in links},
-        **dict.fromkeys(("title", "description", "lang", "canonical", "markdown", "blocks")),
-        "digest": "0123456789abcdef",
-    }
-    facts = dict.fromkeys(("final_url", "status", "etag", "last_modified", "elapsed_ms", "bytes"))
-    request.meta[render.RENDER_META] = "browser"
-    request.meta[render.HTTP_PAGE_META] = {"page": page, "directives": [], "facts": facts}
+    # Sent to the browser after its HTTP version was read fine; the browser fails on it.
+    request.meta.update({**spider.browser_meta, render.HTTP_PAGE_META: True})
     failure = Failure(TimeoutError("navigation timed out"))
     failure.request = request
-    round_trips = watch_round_trips(table)
-    output = list(spider.on_error(failure))
-    # The links scheduled as they came, the item carrying the lease: nothing released yet.
-    assert [type(item) for item in output] == [PageItem]
+    assert list(spider.on_error(failure)) == []  # the re-fetch is scheduled, under the lease
     assert table.state_of(fp) == b"l"
-    assert scheduler.stats.get_value("crawlyx/error/render") == 1
-    crawler.signals.send_catch_log(
-        signals.item_scraped, item=output[0], response=failure, spider=spider
-    )
-    claimed = [arg for trip in round_trips for arg in trip["args"] if arg == b"c"]
-    assert len(claimed) == 3  # its links, claimed before its release or with it
-    args = round_trips[-1]["args"]
-    assert args[4 : 4 + int(args[3])] == [fp]
-    assert table.state_of(fp) == b"d"
-    for link in links:
-        assert table.state_of(url_fingerprint(link)) == b"q"
+    assert scheduler.stats.get_value("crawlyx/render/failed") == 1
+    assert scheduler.stats.get_value("crawlyx/error/render") is None  # with its outcome
+    again = scheduler.next_request()
+    assert again.url == request.url and again.meta[LEASE_META] == fp
+    assert again.meta[render.RENDER_META] == "fallback"
+    assert "navigation timed out" in again.meta[render.RENDER_FAILED_META]
+    assert "playwright" not in again.meta and render.HTTP_PAGE_META not in again.meta
 
 
 def test_feed_files_get_each_item_at_once(tmp_path):

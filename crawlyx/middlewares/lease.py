@@ -17,8 +17,8 @@ to Redis in the same round trip: a process killed in between loses none of them.
 middleware must stay the outermost (the lowest order), so that it sees the final output.
 
 Scrapy hands what an errback returns straight to the scraper, past the spider
-middlewares: an errback that yields (the spider's, when a render fails and the page's
-HTTP version is emitted instead) passes its output through :func:`errback_output`.
+middlewares: an errback that yields (the spider's, when a render fails and the page is
+fetched again over plain HTTP) passes its output through :func:`errback_output`.
 """
 
 from __future__ import annotations

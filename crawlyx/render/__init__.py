@@ -19,13 +19,12 @@ proxy its pages connect through (:mod:`crawlyx.render.proxy`, :mod:`crawlyx.rend
 
 A render that fails (a browser error, a timeout, a crash, a navigation off the
 crawl's origin) is recorded as ``render`` and the page's HTTP version is emitted
-instead: the one kept in the request (``auto``) or, when none was fetched yet
-(``always``), a plain re-fetch.
+instead, fetched again over plain HTTP (a page is not kept in the request: requests go
+through Redis, where anyone who can write could plant one).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from urllib.parse import urlsplit
@@ -41,11 +40,9 @@ HANDLER = "crawlyx.render.browser.BrowserHandler"  # scrapy-playwright's, shared
 RENDER_META = "crawlyx_render"
 # Why the browser failed on a page fetched again over plain HTTP: recorded with the outcome.
 RENDER_FAILED_META = "crawlyx_render_failed"
-# The analyzed HTTP version of a page sent to the browser, emitted if the render fails.
+# True on a page sent to the browser after its HTTP version was read fine (auto): an
+# HTTP error in the browser is then a failed render, and the page is fetched again.
 HTTP_PAGE_META = "crawlyx_http_page"
-# Kept only while this small (as JSON): requests go through Redis. A shell's analysis
-# is small by definition (under 200 characters of text); a larger one is re-fetched.
-HTTP_PAGE_MAX_BYTES = 64 * 1024
 
 WAIT_UNTIL = ("load", "domcontentloaded", "networkidle")
 
@@ -204,14 +201,6 @@ def browser_meta(settings) -> dict:
 def from_browser(response) -> bool:
     """The response was rendered by the browser (scrapy-playwright flags it)."""
     return "playwright" in response.flags
-
-
-def keepable(page: dict) -> bool:
-    """Small enough to travel in a request's meta through the Redis queue."""
-    try:
-        return len(json.dumps(page, allow_nan=False)) <= HTTP_PAGE_MAX_BYTES
-    except (TypeError, ValueError):
-        return False
 
 
 def abort_request(request) -> bool:

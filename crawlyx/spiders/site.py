@@ -205,7 +205,7 @@ class SiteSpider(Spider):
         directives = self.opt_out.directives(response.headers, page["robots"])
         facts = _facts(response)
         if not browser and self._wants_render(response, page, directives):
-            yield self._render_request(response, depth, referrer, page, directives, facts)
+            yield self._render_request(response, depth, referrer)
             return
         kind = "browser" if browser else "http"
         if browser:
@@ -318,20 +318,19 @@ class SiteSpider(Spider):
             return False  # kept out of the output whatever the browser would show
         return self.render_mode == "always" or page["shell"]
 
-    def _render_request(self, response, depth, referrer, page, directives, facts) -> Request:
+    def _render_request(self, response, depth, referrer) -> Request:
         """The same page again, through the browser, under the same lease.
 
         The lease moves from the response's request (so the lease middleware does not
         close it) to this one (see :meth:`_again`), and it stays leased until this one is
-        handled. The analyzed HTTP version goes along, to be emitted if the browser fails.
+        handled. It is marked as a page whose HTTP version was fine: if the browser fails,
+        that version is fetched again (the queue carries no page: crawlyx.frontier.queued).
         """
         meta = {"depth": depth, "crawlyx_referrer": referrer, **self.browser_meta}
+        meta[render.HTTP_PAGE_META] = True
         lease = response.meta.pop(LEASE_META, None)
         if lease is not None:
             meta[LEASE_META] = lease
-        kept = {"page": page, "directives": sorted(directives), "facts": facts}
-        if render.keepable(kept):
-            meta[render.HTTP_PAGE_META] = kept
         self.crawler.stats.inc_value("crawlyx/render/requested")
         return self._again(response.url, meta)
 
@@ -341,35 +340,21 @@ class SiteSpider(Spider):
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta, dont_filter=True)
 
     def _render_failed(self, request, detail: str):
-        """The browser failed on ``request``: emit the HTTP version kept in the request
-        (and record the failure), or fetch it over plain HTTP (under the same lease) if none
-        was. The failure is then recorded with what that fetch gives: as ``render`` beside
-        the page, or in the detail of the fetch's own error, so a URL has one error class."""
-        url = normalize_url(request.url)
-        referrer = request.meta.get("crawlyx_referrer")
+        """The browser failed on ``request``: fetch the page over plain HTTP (under the
+        same lease). The failure is then recorded with what that fetch gives: as ``render``
+        beside the page, or in the detail of the fetch's own error, so a URL has one error
+        class."""
         self.crawler.stats.inc_value("crawlyx/render/failed")
-        kept = request.meta.get(render.HTTP_PAGE_META)
-        if kept is None:
-            meta = {
-                "depth": request.meta.get("depth", 0),
-                "crawlyx_referrer": referrer,
-                render.RENDER_META: "fallback",
-                render.RENDER_FAILED_META: detail[:500],
-            }
-            for key in ("crawlyx_anchor", LEASE_META):
-                if key in request.meta:
-                    meta[key] = request.meta.pop(key)
-            yield self._again(request.url, meta)
-            return
-        self.errors.record(url, "render", detail, referrer)
-        try:
-            depth = request.meta.get("depth", 0)
-            directives = set(kept["directives"])
-            yield from self._emit(
-                request, url, depth, referrer, kept["page"], directives, kept["facts"], "http"
-            )
-        finally:
-            self.visited.release(request)
+        meta = {
+            "depth": request.meta.get("depth", 0),
+            "crawlyx_referrer": request.meta.get("crawlyx_referrer"),
+            render.RENDER_META: "fallback",
+            render.RENDER_FAILED_META: detail[:500],
+        }
+        for key in ("crawlyx_anchor", LEASE_META):
+            if key in request.meta:
+                meta[key] = request.meta.pop(key)
+        yield self._again(request.url, meta)
 
     # -- refresh runs (see crawlyx/demand/recrawl.py) ---------------------------------
 
