@@ -140,6 +140,7 @@ class Addon:
         from crawlyx.frontier.jobs import ttl_seconds
         from crawlyx.graph.recorder import GraphRecorder
         from crawlyx.middlewares.window import WindowMiddleware
+        from crawlyx.urls.traps import PatternTraps
 
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
         ttl_seconds(settings)
@@ -152,3 +153,4 @@ class Addon:
         if settings.getbool("CRAWLYX_DEMAND_ENABLED"):
             Demand.check_settings(settings)
         GraphRecorder.check_settings(settings)
+        PatternTraps.check_settings(settings)

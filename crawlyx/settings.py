@@ -77,6 +77,11 @@ CRAWLYX_TRAP_FUTURE_YEARS = 3  # a date further ahead than this is a calendar tr
 # other URLs (a counter calendar ends; pagination whose pages differ does not). 0: off.
 CRAWLYX_TRAP_PATTERN_DUPLICATES = 5
 CRAWLYX_TRAP_PATTERN_SIMILARITY = 0.9  # estimated Jaccard of word 3-shingles: near-duplicate
+# Pages of a pattern in a row, each linked from the one before, whose links held nothing
+# new outside the pattern (a calendar's months past its events): then a page of the
+# pattern no longer leads to its other URLs. A listing linking new items never counts
+# (pagination runs to its end). 0: off.
+CRAWLYX_TRAP_PATTERN_HOPS = 40
 # Pages per pattern, then its links are refused everywhere; 0: off. A site whose every
 # page is one pattern (/?p=123) needs more.
 CRAWLYX_TRAP_PATTERN_BUDGET = 10_000

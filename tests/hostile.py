@@ -45,6 +45,49 @@ HOME_LINKS = [
 ]
 
 
+# A calendar whose months differ (each lists its own events) and link the months before
+# and after, for ever; and a catalog of CATALOG_PAGES pages, each linking the pages
+# before and after and products of its own. Both from /agenda only.
+CATALOG_PAGES = 60
+PRODUCTS_PER_PAGE = 2
+_KINDS = "concert lecture market workshop screening reading fair recital tasting tour".split()
+_PLACES = "library harbour square museum garden chapel theatre station bakery mill".split()
+_HOSTS = "choir guild rowers poets potters weavers brewers scouts painters dancers".split()
+
+
+def _words(n: int, i: int) -> str:
+    """Three words that differ for each n (and i): digits alone would not, being masked."""
+    return f"{_KINDS[(n + i) % 10]} {_PLACES[(n // 10 + 3 * i) % 10]} {_HOSTS[(n // 100 + i) % 10]}"
+
+
+def _agenda(path: str, query: str) -> bytes | None:
+    """The calendar, catalog and products, or None for another path."""
+    if path == "/agenda":
+        return _page(
+            "Agenda", '<a href="/events?month=1">Events</a> <a href="/catalog?page=1">Shop</a>'
+        )
+    if path == "/events":
+        n = int(parse_qs(query)["month"][0])
+        events = "".join(f"<li>The {_words(n, i)} event</li>" for i in range(3))
+        nav = (
+            f'<a href="/events?month={n - 1}">Previous</a> <a href="/events?month={n + 1}">Next</a>'
+        )
+        return _page("Events", f"<ul>{events}</ul>{nav}")
+    if path == "/catalog":
+        n = int(parse_qs(query)["page"][0])
+        ids = range((n - 1) * PRODUCTS_PER_PAGE, n * PRODUCTS_PER_PAGE)
+        items = "".join(f'<li><a href="/product/{i}">The {_words(i, 0)} set</a></li>' for i in ids)
+        nav = "".join(
+            f'<a href="/catalog?page={p}">Page {p}</a> '
+            for p in (n - 1, n + 1)
+            if 1 <= p <= CATALOG_PAGES
+        )
+        return _page("Catalog", f"<ul>{items}</ul>{nav}")
+    if path.startswith("/product/"):
+        return _page(f"Product {path.removeprefix('/product/')}")
+    return None
+
+
 class HostileSite(Serving):
     def __init__(self):
         self.counts: Counter[str] = Counter()
@@ -82,6 +125,9 @@ class HostileSite(Serving):
                     year, month = (year + 1, 1) if month == 12 else (year, month + 1)
                     nxt = f'<a href="/calendar?month={year}-{month:02d}">next month</a>'
                     return self.send(200, _page(f"Calendar {parts.query}", nxt))
+                agenda = _agenda(path, parts.query)
+                if agenda is not None:
+                    return self.send(200, agenda)
                 if path == "/bomb":
                     return self.send(200, gzip_bomb(), Content_Encoding="gzip")
                 if path == "/tarpit":

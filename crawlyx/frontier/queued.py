@@ -31,6 +31,7 @@ META = frozenset(
         "depth",
         "crawlyx_referrer",
         "crawlyx_anchor",
+        "crawlyx_pattern_hops",  # crawlyx.urls.traps.HOPS_META
         "download_maxsize",  # sitemaps
         # rendering (crawlyx.render.browser_meta)
         RENDER_META,

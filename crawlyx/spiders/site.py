@@ -31,7 +31,7 @@ from crawlyx.parts import crawl_parts
 from crawlyx.policy.optout import OptOut
 from crawlyx.urls.normalize import normalize_url
 from crawlyx.urls.scope import Scope
-from crawlyx.urls.traps import PatternTraps, TrapRules
+from crawlyx.urls.traps import HOPS_META, PatternTraps, TrapRules
 
 
 class SiteSpider(Spider):
@@ -78,7 +78,7 @@ class SiteSpider(Spider):
             spider.args.deny,
             state=lambda: spider.parts.state,
         )
-        spider.pattern_traps = PatternTraps.from_settings(settings)
+        spider.pattern_traps = PatternTraps.from_crawler(crawler)
         spider.opt_out = OptOut.from_settings(settings)
         spider.job_run = JobRun.from_crawler(crawler)
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
@@ -130,8 +130,8 @@ class SiteSpider(Spider):
         headers = self.recrawl.start_headers(normalize_url(self.args.start))
         yield self._request(self.args.start, depth=0, referrer=None, anchor=True, headers=headers)
 
-    def _request(self, url, depth, referrer, anchor=False, callback=None, headers=None):
-        meta = {"depth": depth, "crawlyx_referrer": referrer}
+    def _request(self, url, depth, referrer, anchor=False, callback=None, headers=None, meta=None):
+        meta = {"depth": depth, "crawlyx_referrer": referrer, **(meta or {})}
         if anchor:
             meta["crawlyx_anchor"] = True
         if callback is None and self.render_mode == "always":  # pages, not sitemaps
@@ -219,9 +219,7 @@ class SiteSpider(Spider):
         """Follow a read page's links and emit its item, within the crawl's limits."""
         follow = self.args.max_depth is None or depth < self.args.max_depth
         if follow and not (self.opt_out.nofollow and "nofollow" in directives):
-            state = self.parts.state
-            chain = self.pattern_traps.page(state, url, page.get("signature"))
-            yield from self._follow(page["links"], depth + 1, url, chain)
+            yield from self._follow(page, depth + 1, url, request.meta.get(HOPS_META, 0))
         refused = self.opt_out.refused(directives)
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
@@ -264,8 +262,10 @@ class SiteSpider(Spider):
             page["links"] = dict(islice(links.items(), self.max_links))
             self.crawler.stats.inc_value("crawlyx/links/capped", len(links) - self.max_links)
 
-    def _follow(self, links: dict[str, tuple[str, str]], depth: int, referrer: str, chain=None):
-        seen, skipped = self.visited, 0
+    def _follow(self, page: dict, depth: int, referrer: str, hops=0):
+        """Offer the links of the page at ``referrer`` that the trap rules let through,
+        reached along its URL pattern after ``hops`` pages (crawlyx/urls/traps.py)."""
+        links, seen, offered, skipped = page["links"], self.visited, {}, 0
         new = self.recrawl.new(list(links))  # a refresh run fetches known pages when due
         for link, (raw, fp) in links.items():
             if link not in new or not self.scope.allowed(link):
@@ -275,13 +275,18 @@ class SiteSpider(Spider):
             if seen.known(fp):
                 skipped += 1
                 continue
+            offered[link] = raw, fp
+        self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
+        state, signature = self.parts.state, page.get("signature")
+        chain = self.pattern_traps.page(state, referrer, signature, hops, offered)
+        for link, (raw, fp) in offered.items():
             trap = self.scope.traps.reason(link) or self.pattern_traps.reason(link, chain)
             if trap is not None:
                 seen.remember(fp)  # reported once, not from every page linking it
                 self.errors.record(link, "trap", trap, referrer)
                 continue
-            yield self._request(raw, depth=depth, referrer=referrer)
-        self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
+            meta = self.pattern_traps.meta(link, chain)
+            yield self._request(raw, depth=depth, referrer=referrer, meta=meta)
 
     def _item(self, url, depth, referrer, page, facts, kind, changed) -> PageItem:
         return PageItem(
@@ -328,6 +333,8 @@ class SiteSpider(Spider):
         """
         meta = {"depth": depth, "crawlyx_referrer": referrer, **self.browser_meta}
         meta[render.HTTP_PAGE_META] = True
+        if HOPS_META in response.meta:
+            meta[HOPS_META] = response.meta[HOPS_META]
         lease = response.meta.pop(LEASE_META, None)
         if lease is not None:
             meta[LEASE_META] = lease
@@ -351,7 +358,7 @@ class SiteSpider(Spider):
             render.RENDER_META: "fallback",
             render.RENDER_FAILED_META: detail[:500],
         }
-        for key in ("crawlyx_anchor", LEASE_META):
+        for key in ("crawlyx_anchor", HOPS_META, LEASE_META):
             if key in request.meta:
                 meta[key] = request.meta.pop(key)
         yield self._again(request.url, meta)

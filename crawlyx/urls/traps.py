@@ -13,7 +13,8 @@ whether it can be a real page.
 
 Those look at a URL alone. A counter (``/cal?month=27`` linking ``month=28`` and
 ``month=26``) looks like real pagination (``/shop?page=2``) until the pages are read:
-:class:`PatternTraps` compares each page with the pages of its URL pattern before it.
+:class:`PatternTraps` compares each page with the pages of its URL pattern before it, and
+counts the pages of a pattern in a row that led to nothing new.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import hashlib
 import heapq
 import re
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit
 
@@ -82,22 +84,36 @@ class TrapRules:
 
 _DIGITS = re.compile(r"[0-9]+")
 _WORD = re.compile(r"\w+")
+# A date that ends a path, its day optional (/2026/12/03/, /events/2026-12): a calendar's
+# or an archive's day or month. A date followed by more (/blog/2026/12/03/a-post) is a page.
+_PATH_DATE = re.compile(
+    r"(?<![0-9])[0-9]{4}([-/_.])(0[1-9]|1[0-2])(\1(0[1-9]|[12][0-9]|3[01]))?(?=/?$)"
+)
 SIGNATURE_HASHES = 64  # the bottom-k sketch's k: 64 hashes of 8 bytes at most per page
 SIGNATURE_CHARS = 2048  # a longer text is signed by its first and last this many characters
 
 
 def url_pattern(url: str) -> str | None:
     """The path and query of ``url`` (normalized) with every query value that holds a
-    digit masked, parameters sorted: ``/cal?month=*``, ``/shop?cat=shoes&page=*``. None
-    when no value is masked: a URL without a counter belongs to no pattern."""
+    digit masked, parameters sorted, and the numbers of a date that ends the path:
+    ``/cal?month=*``, ``/shop?cat=shoes&page=*``, ``/events/*/*/*/``. None when nothing
+    is masked: a URL without a counter belongs to no pattern."""
     parts = urlsplit(url)
-    params, masked = [], False
+    path, masked = _PATH_DATE.subn(lambda date: _DIGITS.sub("*", date[0]), parts.path)
+    params = []
     for param in parts.query.split("&") if parts.query else ():
         name, eq, value = param.partition("=")
         if _DIGITS.search(value):
             param, masked = f"{name}{eq}*", True
         params.append(param)
-    return f"{parts.path}?{'&'.join(sorted(params))}" if masked else None
+    if not masked:
+        return None
+    return f"{path}?{'&'.join(sorted(params))}" if params else path
+
+
+def _counters(url: str) -> set[str]:
+    """The query parameters (``name=value``) of ``url`` whose value holds a digit."""
+    return {p for p in urlsplit(url).query.split("&") if _DIGITS.search(p.partition("=")[2])}
 
 
 def content_signature(text: str) -> bytes:
@@ -133,8 +149,24 @@ def _hashes(signature: bytes) -> set[bytes]:
     return {signature[i : i + 8] for i in range(0, len(signature), 8)}
 
 
+# The request.meta key of a link followed along its page's pattern: how many pages of the
+# pattern in a row, up to that page, led to nothing new. It travels with the request
+# through the job's queue, so every process and a resumed job go on counting.
+HOPS_META = "crawlyx_pattern_hops"
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """A page of a URL pattern, as :meth:`PatternTraps.page` saw it."""
+
+    pattern: str
+    along: frozenset[str]  # its links of the same pattern
+    hops: int  # pages of the pattern in a row, up to this one, that led to nothing new
+    ended: tuple[str, str] | None  # (rule, why) when its links of the pattern are refused
+
+
 class PatternTraps:
-    """Links refused by what the pages of a URL pattern held.
+    """Links refused by what the pages of a URL pattern held and led to.
 
     Each page whose URL has a pattern (see :func:`url_pattern`) is compared with the
     last :attr:`RECENT` pages of its pattern: a page at least ``similarity`` alike with
@@ -147,42 +179,96 @@ class PatternTraps:
       menu's "this month") are still followed: they are as many as those pages, and a
       wrong verdict on pages alike by design (products on one template) cuts only
       their links to each other, not the listings that lead to them.
+    - A calendar's months differ where it lists events, so a page also counts its hops:
+      the pages of its pattern in a row, each linked from the one before, up to and with
+      itself, whose links held no URL outside the pattern that the process had not
+      offered before. After ``hops`` of them the chain ends the same way: a calendar's
+      months past its events lead to nothing new, a listing's pages link new items and
+      start the count over (pages of inline items alone end after ``hops``). A link that
+      keeps the page's counters (``month=7`` -> ``month=7&view=list``: the month's other
+      views) is nothing new. The count travels with the requests through the job's
+      queue (:data:`HOPS_META`), so no other state is kept for it.
     - Once the pattern has had ``budget`` pages, its links are refused wherever they
       are found: the backstop for what comparing pages does not catch. A process learns
       it from the next page of the pattern it reads.
 
-    The state is a Redis hash per job (``patterns``; per pattern: its page count, run
-    and last :attr:`RECENT` signatures, 512 bytes at most each), shared by every
+    The pages' state is a Redis hash per job (``patterns``; per pattern: its page count,
+    run and last :attr:`RECENT` signatures, 512 bytes at most each), shared by every
     process of the job and kept for a resumed one. Read and written without a lock:
     processes reading a pattern at the same moment may each miss the other's page,
-    which delays the verdict by a page or two and never prevents it.
+    which delays the verdict by a page or two and never prevents it. What each rule
+    refuses is counted in ``crawlyx/traps/pattern_duplicates``, ``pattern_hops`` and
+    ``pattern_budget``.
     """
 
     RECENT = 4
 
-    def __init__(self, duplicates: int = 5, similarity: float = 0.9, budget: int = 10_000):
+    def __init__(
+        self,
+        crawler,
+        duplicates: int = 5,
+        similarity: float = 0.9,
+        budget: int = 10_000,
+        hops: int = 40,
+    ):
+        self.crawler = crawler  # its stats are set once the crawl starts
         self.duplicates = duplicates
         self.similarity = similarity
         self.budget = budget
+        self.hops = hops
         self.spent: dict[str, str] = {}  # patterns past the budget -> why
 
-    @classmethod
-    def from_settings(cls, settings) -> PatternTraps:
-        return cls(
-            duplicates=settings.getint("CRAWLYX_TRAP_PATTERN_DUPLICATES"),
-            similarity=settings.getfloat("CRAWLYX_TRAP_PATTERN_SIMILARITY"),
-            budget=settings.getint("CRAWLYX_TRAP_PATTERN_BUDGET"),
-        )
+    @staticmethod
+    def check_settings(settings) -> dict:
+        """The rules' settings, as keyword arguments; ValueError for a similarity out of
+        range (a count that is not one fails the check every number has)."""
+        similarity = settings.getfloat("CRAWLYX_TRAP_PATTERN_SIMILARITY")
+        if not 0 < similarity <= 1:
+            raise ValueError(
+                f"CRAWLYX_TRAP_PATTERN_SIMILARITY ({similarity}) must be more than 0 and at most 1"
+            )
+        return {
+            "duplicates": settings.getint("CRAWLYX_TRAP_PATTERN_DUPLICATES"),
+            "similarity": similarity,
+            "budget": settings.getint("CRAWLYX_TRAP_PATTERN_BUDGET"),
+            "hops": settings.getint("CRAWLYX_TRAP_PATTERN_HOPS"),
+        }
 
-    def page(self, state, url: str, signature: bytes | None) -> tuple[str, str] | None:
-        """Record the page at ``url`` (normalized) and its content signature in the
-        crawl's :class:`~crawlyx.frontier.state.State`: (its pattern, why) when the chain of its
-        pattern has ended, for :meth:`reason`; else None."""
-        if signature is None or not (self.duplicates or self.budget):
-            return None  # no signature: the worker found no pattern
+    @classmethod
+    def from_crawler(cls, crawler) -> PatternTraps:
+        return cls(crawler, **cls.check_settings(crawler.settings))
+
+    def page(
+        self, state, url: str, signature: bytes | None, hops: int = 0, links=()
+    ) -> Chain | None:
+        """Record the page at ``url`` (normalized), its content signature and the
+        ``links`` it offers (normalized, none offered by this process before), reached
+        after ``hops`` pages of its pattern that led to nothing new (its request's
+        :data:`HOPS_META`), in the crawl's :class:`~crawlyx.frontier.state.State`: its
+        :class:`Chain`, for :meth:`reason` and :meth:`meta`; None if the URL has no
+        pattern."""
         pattern = url_pattern(url)
         if pattern is None:
             return None
+        along = frozenset(link for link in links if url_pattern(link) == pattern)
+        counters = _counters(url)
+        new = any(
+            link not in along
+            and not (counters and counters <= set(urlsplit(link).query.split("&")))
+            for link in links
+        )
+        hops = 0 if new else hops + 1
+        ended = self._compare(state, pattern, signature)
+        if ended is None and self.hops and hops >= self.hops:
+            why = f"{hops} pages in a row under {pattern} led to no new URL"
+            ended = "pattern_hops", why
+        return Chain(pattern, along, hops, ended)
+
+    def _compare(self, state, pattern: str, signature: bytes | None) -> tuple[str, str] | None:
+        """Count the page of ``pattern`` and compare it with the pattern's last pages:
+        (rule, why) if its run of near-duplicates ends the chain."""
+        if signature is None or not (self.duplicates or self.budget):
+            return None  # no signature: the worker found no pattern
         key = state.key("patterns")
         names = [f"{pattern} pages", f"{pattern} run"]
         names += [f"{pattern} recent{i}" for i in range(self.RECENT)]
@@ -200,17 +286,25 @@ class PatternTraps:
         if self.budget and pages >= self.budget:
             self.spent[pattern] = f"{pages} pages under {pattern} (the pattern's budget)"
         if self.duplicates and run >= self.duplicates:
-            return pattern, f"{run} near-duplicate pages in a row under {pattern}"
+            return "pattern_duplicates", f"{run} near-duplicate pages in a row under {pattern}"
         return None
 
-    def reason(self, link: str, chain: tuple[str, str] | None = None) -> str | None:
-        """Why ``link`` (normalized), found on a page of which :meth:`page` said
-        ``chain``, is refused; None if it is not."""
-        if chain is None and not self.spent:
+    def reason(self, link: str, chain: Chain | None = None) -> str | None:
+        """Why ``link`` (normalized), one of the links :meth:`page` was given with the
+        page of ``chain``, is refused (counted in ``crawlyx/traps/<rule>``); None if it
+        is not."""
+        if chain is not None and chain.ended and link in chain.along:
+            rule, why = chain.ended
+        elif self.spent and (pattern := url_pattern(link)) in self.spent:
+            rule, why = "pattern_budget", self.spent[pattern]
+        else:
             return None
-        pattern = url_pattern(link)
-        if pattern is None:
-            return None
-        if chain is not None and pattern == chain[0]:
-            return chain[1]
-        return self.spent.get(pattern)
+        self.crawler.stats.inc_value(f"crawlyx/traps/{rule}")
+        return why
+
+    def meta(self, link: str, chain: Chain | None) -> dict:
+        """The request meta that carries the hops of ``chain`` to ``link``, if it is
+        followed along the chain's pattern."""
+        if chain is None or not (self.hops and chain.hops) or link not in chain.along:
+            return {}
+        return {HOPS_META: chain.hops}
