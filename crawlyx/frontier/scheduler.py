@@ -8,8 +8,8 @@ frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
   :mod:`crawlyx.frontier.visited`) instead of "mark seen, then push";
 - a request is queued as data (:mod:`crawlyx.frontier.queued`), not pickled: what is in Redis
   cannot make a crawler run code; one that cannot be queued is an error naming its
-  URL (scrapy-redis marks it seen first and then loses it), and a queue entry that is
-  not a crawlyx request is refused;
+  URL (scrapy-redis marks it seen first and then loses it), and a queue entry crawlyx
+  would not have written (outside the schema or the crawl's scope) is refused;
 - a popped request is leased, and termination is "queue empty and nothing leased
   by a live process", never an idle timeout (its BRPOP-based idle wait freezes the
   reactor);
@@ -220,15 +220,30 @@ class Scheduler(RedisScheduler):
             try:
                 request = queued.decode(payload, self.spider)
             except queued.Refused as exc:
-                logger.error("Refusing a queue entry that is not a crawlyx request: %s", exc)
-                self.stats.inc_value("crawlyx/frontier/refused")
-                if fp is not None:
-                    self.visited.finish(fp)
+                self._refuse(fp, exc)
                 continue
+            except REDIS_DOWN as exc:  # reading the crawl's origin, to check the scope
+                outage(self.stats, "checking a request's scope", exc)
+                self._popped.appendleft((fp, payload))
+                return None
             if fp is not None:
                 request.meta[LEASE_META] = fp
             self.stats.inc_value("crawlyx/frontier/dequeued")
             return request
+
+    def _refuse(self, fp: str | None, exc: queued.Refused) -> None:
+        """Drop a queue entry crawlyx would not have written (planted by someone with
+        access to the Redis, or damaged), and complete its lease so that it is not popped
+        again. Logged once; counted."""
+        if not self.stats.get_value("crawlyx/queue/refused"):
+            logger.error(
+                "Refusing a queue entry crawlyx did not write: %s "
+                "(any more are only counted, in crawlyx/queue/refused)",
+                exc,
+            )
+        self.stats.inc_value("crawlyx/queue/refused")
+        if fp is not None:
+            self.visited.finish(fp)
 
     def _ask(self) -> None:
         """Pop :attr:`POP_BATCH` more with the core's next batch."""
