@@ -36,6 +36,7 @@ from scrapy import Request
 
 from crawlyx.render import HTTP_PAGE_META, RENDER_FAILED_META, RENDER_META, WAIT_UNTIL
 from crawlyx.urls.normalize import normalize_url
+from crawlyx.urls.traps import HOPS_META
 
 METHODS = frozenset({"GET", "HEAD"})
 # Referer: set by Scrapy's RefererMiddleware from the spider's output; the conditional
@@ -63,7 +64,7 @@ META = {
     "depth": _count,
     "crawlyx_referrer": lambda v: v is None or isinstance(v, str),  # on the origin: below
     "crawlyx_anchor": lambda v: v is True,
-    "crawlyx_pattern_hops": _count,  # crawlyx.urls.traps.HOPS_META
+    HOPS_META: _count,
     # rendering (crawlyx.render): "browser" or "fallback", why the browser failed, and
     # whether the page's HTTP version was fine (it was a dict, the page, before)
     RENDER_META: lambda v: v in ("browser", "fallback"),
