@@ -18,7 +18,7 @@ here, while Scrapy builds the rest.
 from __future__ import annotations
 
 from crawlyx import render
-from crawlyx.config import check_redis_url, check_types
+from crawlyx.config import check_known, check_redis_url, check_types
 from crawlyx.content.workers import PageWorkers
 from crawlyx.parts import CrawlParts
 
@@ -129,8 +129,10 @@ class Addon:
     @staticmethod
     def check_settings(settings) -> None:
         """Raise ``ValueError`` (one line naming the setting) for a bad setting of a
-        component this add-on wires, before anything starts. Each component checks its
-        own, with the code it reads them with, after the checks no component owns."""
+        component this add-on wires, before anything starts: a name crawlyx does not
+        declare first, then the checks no component owns, then each component's own,
+        with the code it reads them with."""
+        check_known(settings)
         check_types(settings)
         check_redis_url(settings)
         from crawlyx.extensions.audit import Audit

@@ -1,16 +1,19 @@
 """The spider's arguments, checked before anything starts.
 
 Every bad value stops the crawl with one line that names the argument and what it
-accepts. Unknown arguments (scrapyd passes ``_job``) are ignored.
+accepts; so does an unknown argument (a misspelt one would otherwise be ignored, and the
+crawl run without it), naming the closest known one. Arguments starting with ``_`` are the
+runner's, not the crawl's (scrapyd passes ``_job`` and ``_version``): they are ignored.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from urllib.parse import urlsplit
 
+from crawlyx.config import closest
 from crawlyx.urls.normalize import normalize_url
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -49,8 +52,12 @@ class CrawlArgs:
     def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
               sitemap=None, job=None, errors=None, render=None, report=None,
               refresh=None, emit=None, audit=None, tree=None, llms_txt=None,
-              llms_full=None, **_ignored) -> CrawlArgs:  # fmt: skip
-        """Validate the spider arguments; unknown ones (scrapyd's ``_job``) are ignored."""
+              llms_full=None, **others) -> CrawlArgs:  # fmt: skip
+        """Validate the spider arguments; those starting with ``_`` (scrapyd's ``_job``)
+        are ignored, any other unknown one is refused."""
+        for name in others:
+            if not name.startswith("_"):
+                raise ArgumentError(_unknown(name, [field.name for field in fields(cls)]))
         if not start:
             raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
         parts = urlsplit(start.strip())
@@ -88,6 +95,12 @@ class CrawlArgs:
             llms_txt=_writable("llms_txt", llms_txt),
             llms_full=_writable("llms_full", llms_full),
         )
+
+
+def _unknown(name: str, known: list[str]) -> str:
+    match = closest(name, known)
+    hint = f"did you mean {match}?" if match else f"known: {', '.join(known)}"
+    return f"{name}: unknown argument; {hint}"
 
 
 def _choice(name: str, value, choices: tuple[str, ...], default: str) -> str:

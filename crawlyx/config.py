@@ -1,18 +1,43 @@
 """Checks of crawlyx's settings that no one component owns, run before anything starts.
 
-Every ``CRAWLYX_*`` setting whose default (crawlyx/settings.py) is a number or a flag must
-read as one: a number is finite and never negative (no count, size or duration is), a flag is
-``true``/``false``/``1``/``0``. The Redis URL must be one redis-py opens. Each component
-checks what its own values mean (a window's bounds, a port's range) in its
-``check_settings``; the add-on runs those after these (crawlyx/addon.py).
+Every ``CRAWLYX_*`` setting is one crawlyx declares (crawlyx/settings.py): a misspelt name
+would otherwise be ignored, and the crawl run with the default. Every one whose default is
+a number or a flag must read as one: a number is finite and never negative (no count, size
+or duration is), a flag is ``true``/``false``/``1``/``0``. The Redis URL must be one
+redis-py opens. Each component checks what its own values mean (a window's bounds, a port's
+range) in its ``check_settings``; the add-on runs those after these (crawlyx/addon.py).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
+PREFIX = "CRAWLYX_"
+
+
+def closest(name: str, known: Iterable[str], prefix: str = "") -> str | None:
+    """The name of ``known`` most like ``name`` (past their shared ``prefix``, in any
+    case), or None when none is close: what a misspelt name most likely meant."""
+    names = {k.removeprefix(prefix).lower(): k for k in known}
+    match = difflib.get_close_matches(name.removeprefix(prefix).lower(), names, n=1)
+    return names[match[0]] if match else None
+
+
+def check_known(settings) -> None:
+    """ValueError naming the first ``CRAWLYX_*`` setting crawlyx does not declare, and the
+    declared one closest to it. The value is not shown: it may be a password."""
+    from crawlyx import settings as defaults
+
+    known = {name for name in vars(defaults) if name.startswith(PREFIX)}
+    for name in settings:
+        if name.startswith(PREFIX) and name not in known:
+            match = closest(name, known, PREFIX)
+            hint = f"; did you mean {match}?" if match else " (see crawlyx/settings.py)"
+            raise ValueError(f"{name} is not a crawlyx setting{hint}")
 
 
 def check_types(settings) -> None:
@@ -20,7 +45,7 @@ def check_types(settings) -> None:
     from crawlyx import settings as defaults
 
     for name, default in vars(defaults).items():
-        if not name.startswith("CRAWLYX_") or name not in settings:
+        if not name.startswith(PREFIX) or name not in settings:
             continue
         value = settings.get(name)
         if isinstance(default, bool):

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from crawlyx.arguments import ArgumentError, CrawlArgs
 from tests.conftest import free_port
 from tests.site import SiteServer
 
@@ -148,6 +149,25 @@ def test_bad_arguments_stop_before_any_request(site, crawl, arg, named):
     assert not site.counts
 
 
+def test_a_misspelt_argument_stops_before_any_request(site, crawl):
+    # Ignored, it would crawl the whole site.
+    result = crawl(f"start={start_url(site)}", "maxpages=3")
+    assert result.returncode == 2
+    line = "crawlyx: bad argument maxpages: unknown argument; did you mean max_pages?"
+    assert result.log.strip() == line
+    assert not site.counts
+
+
+def test_the_runners_arguments_are_left_alone():
+    # scrapyd passes _job and _version with the crawl's own arguments.
+    args = CrawlArgs.parse(start="http://127.0.0.1:9/", max_pages="3", _job="1f2e", _version="r7")
+    assert args.max_pages == 3
+    with pytest.raises(ArgumentError, match="^llms-txt: unknown argument; did you mean llms_txt"):
+        CrawlArgs.parse(start="http://127.0.0.1:9/", **{"llms-txt": "llms.txt"})
+    with pytest.raises(ArgumentError, match="^output: unknown argument; known: start, max_pages"):
+        CrawlArgs.parse(start="http://127.0.0.1:9/", output="pages.jsonl")
+
+
 def test_missing_start(crawl):
     result = crawl()
     assert result.returncode == 2
@@ -263,6 +283,7 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
 @pytest.mark.parametrize(
     "setting, named",
     [
+        ({"CRAWLYX_BOTNAME": "x"}, "is not a crawlyx setting; did you mean CRAWLYX_BOT_NAME?"),
         ({"CRAWLYX_WINDOW_MIN": 50}, "CRAWLYX_WINDOW_MIN (50) must be at least 1"),
         ({"CRAWLYX_BREADTH_MAX_BOTS": 0}, "CRAWLYX_BREADTH_MAX_BOTS"),
         ({"CRAWLYX_METRICS_PORT": 70000}, "CRAWLYX_METRICS_PORT (70000) must be a port"),

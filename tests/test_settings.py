@@ -224,3 +224,30 @@ def test_every_number_and_flag_is_checked_before_anything_starts(names, value):
     for name in names:
         with pytest.raises(ValueError, match=f"^{name} \\("):
             Addon.check_settings(Settings({**project, name: value}))
+
+
+def project_settings(**overrides) -> Settings:
+    project = {name: v for name, v in vars(crawlyx.settings).items() if name.isupper()}
+    return Settings({**project, **overrides})
+
+
+@pytest.mark.parametrize(
+    "name, meant",
+    [
+        ("CRAWLYX_BOTNAME", "; did you mean CRAWLYX_BOT_NAME?"),
+        ("CRAWLYX_WINDOWS_MAX", "; did you mean CRAWLYX_WINDOW_MAX?"),
+        ("CRAWLYX_redis_url", "; did you mean CRAWLYX_REDIS_URL?"),
+        ("CRAWLYX_ZZZ", " (see crawlyx/settings.py)"),
+    ],
+)
+def test_an_unknown_setting_is_refused_naming_the_closest(name, meant):
+    # First, before the values: the unknown name is the likelier mistake. The value is
+    # not shown (it may be a password).
+    settings = project_settings(**{name: "redis://:hunter2@127.0.0.1/0"}, CRAWLYX_WINDOW_MAX="x")
+    with pytest.raises(ValueError) as raised:
+        Addon.check_settings(settings)
+    assert str(raised.value) == f"{name} is not a crawlyx setting{meant}"
+
+
+def test_settings_of_other_names_are_left_alone():
+    Addon.check_settings(project_settings(MY_PROJECT_SETTING="x", CRAWLYX="x"))
