@@ -131,10 +131,12 @@ class Addon:
         """Raise ``ValueError`` (one line naming the setting) for a bad setting of a
         component this add-on wires, before anything starts: a name crawlyx does not
         declare first, then the checks no component owns, then each component's own,
-        with the code it reads them with."""
+        with the code it reads them with. A component that is off is checked too: a
+        wrong value is wrong whether or not this crawl reads it."""
         check_known(settings)
         check_types(settings)
         check_redis_url(settings)
+        from crawlyx.breadth.bots import BotTable
         from crawlyx.extensions.audit import Audit
         from crawlyx.extensions.breadth import Breadth
         from crawlyx.extensions.demand import Demand
@@ -142,17 +144,18 @@ class Addon:
         from crawlyx.frontier.jobs import ttl_seconds
         from crawlyx.graph.recorder import GraphRecorder
         from crawlyx.middlewares.window import WindowMiddleware
+        from crawlyx.policy.optout import OptOut
         from crawlyx.urls.traps import PatternTraps
 
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
+        OptOut.from_settings(settings)
+        BotTable.from_settings(settings)  # read by `scrapy visits`
         ttl_seconds(settings)
         Metrics.check_settings(settings)
         Audit.check_settings(settings)
-        if settings.getbool("CRAWLYX_WINDOW_ENABLED"):
-            WindowMiddleware.check_settings(settings)
-        if settings.getbool("CRAWLYX_BREADTH_ENABLED"):
-            Breadth.check_settings(settings)
-        if settings.getbool("CRAWLYX_DEMAND_ENABLED"):
-            Demand.check_settings(settings)
+        WindowMiddleware.check_settings(settings)
+        Breadth.check_settings(settings)
+        Demand.check_settings(settings)
+        render.check_settings(settings)
         GraphRecorder.check_settings(settings)
         PatternTraps.check_settings(settings)

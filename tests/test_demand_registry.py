@@ -167,5 +167,5 @@ def test_a_validator_with_a_newline_cannot_break_its_row(registry):
 def test_retention_must_be_positive(redis_client, site):
     with pytest.raises(ValueError, match="^CRAWLYX_DEMAND_RETENTION: "):
         Registry.from_settings(demand_state(redis_client), site, settings(RETENTION="soon"))
-    with pytest.raises(ValueError, match="retention must be positive"):
+    with pytest.raises(ValueError, match="^CRAWLYX_DEMAND_RETENTION: 0 must be a positive"):
         Registry.from_settings(demand_state(redis_client), site, settings(RETENTION=0))

@@ -226,9 +226,61 @@ def test_every_number_and_flag_is_checked_before_anything_starts(names, value):
             Addon.check_settings(Settings({**project, name: value}))
 
 
+# Each string setting's wrong value; the other string settings take any text.
+WRONG_STRINGS = {
+    "CRAWLYX_REDIS_URL": "http://127.0.0.1:6379/0",
+    "CRAWLYX_MARKDOWN_LINKS": "footnotes",
+    "CRAWLYX_OPT_OUT_DIRECTIVES": "noai noindex",
+    "CRAWLYX_RENDER": "sometimes",
+    "CRAWLYX_RENDER_WAIT_UNTIL": "idle",
+    "CRAWLYX_RENDER_ALLOWED_HOSTS": "https://example.com/",
+    "CRAWLYX_BREADTH_BOTS": "notjson",
+    "CRAWLYX_DEMAND_SLICE": "1x",
+    "CRAWLYX_DEMAND_FLUSH_INTERVAL": "soon",
+    "CRAWLYX_DEMAND_REFRESH_INTERVAL": "soon",
+    "CRAWLYX_DEMAND_RUNGS": "6h,12x",
+    "CRAWLYX_DEMAND_BASE_INTERVAL": "never",
+    "CRAWLYX_DEMAND_STATS_INTERVAL": "0",
+    "CRAWLYX_DEMAND_RETENTION": "forever",
+}
+ANY_STRING = {"CRAWLYX_DATA_DIR", "CRAWLYX_BOT_NAME", "CRAWLYX_CHROMIUM_PATH"}
+# Every component that can be off, off: its settings are checked all the same.
+ALL_OFF = {
+    "CRAWLYX_WINDOW_ENABLED": False,
+    "CRAWLYX_BREADTH_ENABLED": False,
+    "CRAWLYX_DEMAND_ENABLED": False,
+    "CRAWLYX_GRAPH_ENABLED": False,
+    "CRAWLYX_RENDER": "never",
+}
+
+
 def project_settings(**overrides) -> Settings:
     project = {name: v for name, v in vars(crawlyx.settings).items() if name.isupper()}
     return Settings({**project, **overrides})
+
+
+def test_every_string_setting_is_checked_before_anything_starts():
+    strings = set(_defaults(str, list, dict, type(None)))
+    assert strings == set(WRONG_STRINGS) | ANY_STRING  # a new one needs its wrong value here
+    Addon.check_settings(project_settings(**ALL_OFF))
+    for name, value in WRONG_STRINGS.items():
+        with pytest.raises(ValueError, match=f"^{name}[: ]") as raised:
+            Addon.check_settings(project_settings(**{**ALL_OFF, name: value}))
+        assert "\n" not in str(raised.value)
+
+
+def test_a_bot_pattern_that_does_not_compile_is_named():
+    with pytest.raises(ValueError, match="^CRAWLYX_BREADTH_BOTS: bad bot pattern"):
+        Addon.check_settings(project_settings(CRAWLYX_BREADTH_BOTS='{"mybot": "(unclosed"}'))
+
+
+def test_the_ring_must_fit_the_ladder_only_when_demand_is_recorded():
+    # A base interval shorter than a slice: fine for intervals alone (a quick refresh run).
+    Addon.check_settings(project_settings(CRAWLYX_DEMAND_BASE_INTERVAL="1s"))
+    with pytest.raises(ValueError, match="^CRAWLYX_DEMAND_SLICE: 1h must be positive"):
+        Addon.check_settings(
+            project_settings(CRAWLYX_DEMAND_BASE_INTERVAL="1s", CRAWLYX_DEMAND_ENABLED=True)
+        )
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,10 @@ class BotTable:
                 raise ValueError(f"CRAWLYX_BREADTH_BOTS is not JSON: {exc}") from None
         if raw is not None and not isinstance(raw, dict):
             raise ValueError("CRAWLYX_BREADTH_BOTS must map bot names to patterns")
-        return cls(dict(raw) if raw else None, humans=humans)
+        try:
+            return cls(dict(raw) if raw else None, humans=humans)
+        except ValueError as exc:
+            raise ValueError(f"CRAWLYX_BREADTH_BOTS: {exc}") from None
 
     def classify(self, agent: str) -> str | None:
         """The bot name, ``other``, ``human`` (with humans on) or None (a person)."""

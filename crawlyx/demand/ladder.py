@@ -189,16 +189,11 @@ def ladder_for(settings) -> Ladder:
     )
 
 
-def check(settings) -> Ladder:
-    """Validate the demand settings at start; ValueError with one line naming the setting.
-
-    The ring must be able to answer what the ladder asks: a slice no longer than the
-    fastest rung (or a visit in the last fastest-rung window blurs into the one before),
-    and a ring span (slices × slice length) of at least promote_windows × the slowest
-    configured rung."""
+def check_values(settings) -> Ladder:
+    """Validate each of the ladder's settings on its own; ValueError with one line naming
+    the setting. Every crawl reads them (a page's interval), with demand on or off."""
     ladder = ladder_for(settings)
-    configured = normalize(settings.get("CRAWLYX_DEMAND_RUNGS"))
-    if not configured:
+    if not normalize(settings.get("CRAWLYX_DEMAND_RUNGS")):
         raise ValueError("CRAWLYX_DEMAND_RUNGS: no finite, positive rung")
     if ladder.promote_windows < 1:
         raise ValueError(
@@ -210,6 +205,19 @@ def check(settings) -> Ladder:
         )
     if not ladder.stats_interval > 0:
         raise ValueError("CRAWLYX_DEMAND_STATS_INTERVAL: must be a positive duration")
+    return ladder
+
+
+def check(settings) -> Ladder:
+    """Validate the demand settings at start; ValueError with one line naming the setting.
+
+    Each of the ladder's (:func:`check_values`), and, for a crawl that records demand,
+    that the ring can answer what the ladder asks: a slice no longer than the
+    fastest rung (or a visit in the last fastest-rung window blurs into the one before),
+    and a ring span (slices × slice length) of at least promote_windows × the slowest
+    configured rung."""
+    ladder = check_values(settings)
+    configured = normalize(settings.get("CRAWLYX_DEMAND_RUNGS"))
     slice_ = durations.seconds(settings.get("CRAWLYX_DEMAND_SLICE"), "CRAWLYX_DEMAND_SLICE")
     slices = settings.getint("CRAWLYX_DEMAND_SLICES")
     if not 0 < slice_ <= ladder.fastest:

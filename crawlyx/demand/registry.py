@@ -155,6 +155,12 @@ class Page:
     shadow: float | None
 
 
+def retention(settings) -> float:
+    """Seconds in CRAWLYX_DEMAND_RETENTION; ValueError naming it unless a positive duration."""
+    name = "CRAWLYX_DEMAND_RETENTION"
+    return durations.parse_duration(settings.get(name), name)
+
+
 class Registry:
     """One site's pages in Redis; a :class:`crawlyx.demand.ladder.PageStore`."""
 
@@ -172,10 +178,7 @@ class Registry:
     @classmethod
     def from_settings(cls, state: State, site: str, settings) -> Registry:
         """The base interval from the ladder's settings, CRAWLYX_DEMAND_RETENTION."""
-        retention = durations.seconds(
-            settings.get("CRAWLYX_DEMAND_RETENTION"), "CRAWLYX_DEMAND_RETENTION"
-        )
-        return cls(state, site, ladder_for(settings).base, retention)
+        return cls(state, site, ladder_for(settings).base, retention(settings))
 
     def key(self, name: str) -> str:
         return self.state.key(f"{self.site}:{name}")

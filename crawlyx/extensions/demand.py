@@ -26,6 +26,7 @@ from twisted.internet import task
 
 from crawlyx import demand
 from crawlyx.demand import ladder
+from crawlyx.demand.registry import retention
 from crawlyx.demand.ring import RingConfig
 from crawlyx.extensions import flush_counted
 from crawlyx.parts import crawl_parts
@@ -43,10 +44,16 @@ class Demand:
 
     @staticmethod
     def check_settings(settings) -> RingConfig:
-        """The ring's and the ladder's settings, and that the ring can answer what the
-        ladder asks; ValueError (one line naming the setting) if not."""
+        """The ring's, the ladder's and the page registry's settings, each checked with
+        demand on or off (every crawl keeps its pages' intervals), and, with demand on,
+        that the ring can answer what the ladder asks; ValueError (one line naming the
+        setting) if not."""
         config = RingConfig.from_settings(settings)
-        ladder.check(settings)
+        retention(settings)
+        if settings.getbool("CRAWLYX_DEMAND_ENABLED"):
+            ladder.check(settings)
+        else:
+            ladder.check_values(settings)
         return config
 
     @classmethod

@@ -19,9 +19,19 @@ class OptOut:
 
     @classmethod
     def from_settings(cls, settings) -> OptOut:
+        """ValueError when a directive of CRAWLYX_OPT_OUT_DIRECTIVES is more than one word:
+        no page's directive could match it (``noai noindex``: commas separate them)."""
+        listed = settings.getlist("CRAWLYX_OPT_OUT_DIRECTIVES")
+        refuse = frozenset(d.strip().lower() for d in listed if d.strip())
+        for directive in refuse:
+            if len(directive.split()) > 1:
+                raise ValueError(
+                    f"CRAWLYX_OPT_OUT_DIRECTIVES: {directive!r} is not one directive;"
+                    " separate them with commas"
+                )
         return cls(
             settings.get("CRAWLYX_BOT_NAME") or settings.get("BOT_NAME"),
-            frozenset(d.strip().lower() for d in settings.getlist("CRAWLYX_OPT_OUT_DIRECTIVES")),
+            refuse,
             settings.getbool("CRAWLYX_HONOR_NOFOLLOW"),
         )
 

@@ -25,8 +25,10 @@ through Redis, where anyone who can write could plant one).
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
+import re
 from urllib.parse import urlsplit
 
 from crawlyx.arguments import RENDER_MODES, CrawlArgs
@@ -45,6 +47,7 @@ RENDER_FAILED_META = "crawlyx_render_failed"
 HTTP_PAGE_META = "crawlyx_http_page"
 
 WAIT_UNTIL = ("load", "domcontentloaded", "networkidle")
+HOST_NAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")  # CRAWLYX_RENDER_ALLOWED_HOSTS
 
 # Nothing leaves for anything but the page: no background services, updates or sync.
 # No --disable-features or --enable-features here: Chromium keeps only the last of each
@@ -88,10 +91,10 @@ def _missing(path: str) -> str:
     )
 
 
-def check(mode: str, settings) -> None:
-    """Raise :class:`RenderUnavailable` when ``mode`` cannot work with ``settings``."""
-    if mode == "never":
-        return
+def check_settings(settings) -> None:
+    """Raise :class:`RenderUnavailable` naming the first rendering setting with a bad
+    value, whether or not the crawl renders."""
+    requested({}, settings)  # CRAWLYX_RENDER
     wait = settings.get("CRAWLYX_RENDER_WAIT_UNTIL")
     if wait not in WAIT_UNTIL:
         raise RenderUnavailable(
@@ -101,6 +104,28 @@ def check(mode: str, settings) -> None:
         raise RenderUnavailable("CRAWLYX_RENDER_MAX_PAGES must be 1 or more")
     if settings.getfloat("CRAWLYX_RENDER_TIMEOUT") <= 0:
         raise RenderUnavailable("CRAWLYX_RENDER_TIMEOUT must be more than 0 seconds")
+    for host in settings.getlist("CRAWLYX_RENDER_ALLOWED_HOSTS"):
+        if not _host(host):
+            raise RenderUnavailable(
+                f"CRAWLYX_RENDER_ALLOWED_HOSTS: {host!r} is not a host name or address"
+                " (example.com, 127.0.0.1; no scheme, port or path)"
+            )
+
+
+def _host(text: str) -> bool:
+    """Whether ``text`` is a host as the browser's proxy compares it (its hostname)."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return HOST_NAME.fullmatch(text) is not None
+    return True
+
+
+def check(mode: str, settings) -> None:
+    """Raise :class:`RenderUnavailable` when ``mode`` cannot work with ``settings``."""
+    if mode == "never":
+        return
+    check_settings(settings)
     path = chromium_path(settings)
     if mode == "always" and not browser_available(path):
         raise RenderUnavailable(f"render=always: {_missing(path)}")
