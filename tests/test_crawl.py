@@ -284,6 +284,10 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
     "setting, named",
     [
         ({"CRAWLYX_BOTNAME": "x"}, "is not a crawlyx setting; did you mean CRAWLYX_BOT_NAME?"),
+        (  # checked with breadth off too
+            {"CRAWLYX_BREADTH_ENABLED": "false", "CRAWLYX_BREADTH_BOTS": "notjson"},
+            "CRAWLYX_BREADTH_BOTS is not JSON",
+        ),
         ({"CRAWLYX_WINDOW_MIN": 50}, "CRAWLYX_WINDOW_MIN (50) must be at least 1"),
         ({"CRAWLYX_BREADTH_MAX_BOTS": 0}, "CRAWLYX_BREADTH_MAX_BOTS"),
         ({"CRAWLYX_METRICS_PORT": 70000}, "CRAWLYX_METRICS_PORT (70000) must be a port"),
