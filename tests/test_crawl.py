@@ -248,6 +248,22 @@ def test_progress_line_and_summary(crawl):
     assert int(summary.group(2)) > 0
 
 
+def test_the_job_line_and_the_summary_show_at_any_log_level(site, crawl):
+    quiet = crawl(f"start={start_url(site)}", settings={"LOG_LEVEL": "WARNING"})
+    assert quiet.returncode == 0, quiet.log[-3000:]
+    name = job_name(quiet.log)
+    assert quiet.log.splitlines()[0] == f"crawlyx: job {name} (resume with -a job={name})"
+    pages = re.search(r"^crawlyx: finished \(finished\): (\d+) pages in ", quiet.log, re.M)
+    assert pages and int(pages[1]) == len(quiet.items) > 0
+    assert " INFO: " not in quiet.log and quiet.log.count("crawlyx: finished") == 1
+    # Scrapy's dump of the overridden settings is logged at DEBUG, after the job's line.
+    verbose = crawl(f"start={start_url(site)}", settings={"LOG_LEVEL": "DEBUG"})
+    assert "INFO: Overridden settings" not in verbose.log
+    job_line = verbose.log.index(f"INFO: crawlyx: job {job_name(verbose.log)} (resume")
+    assert job_line < verbose.log.index("DEBUG: Overridden settings:")
+    assert verbose.log.count("crawlyx: finished (finished)") == 1
+
+
 def test_markdown_options(site, crawl):
     result = crawl(
         f"start={start_url(site)}",

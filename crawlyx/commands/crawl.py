@@ -14,6 +14,7 @@ from scrapy.addons import AddonManager
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.spiderloader import get_spider_loader
 
+from crawlyx import log
 from crawlyx.addon import Addon
 from crawlyx.config import check_redis_reachable
 from crawlyx.middlewares.ssrf import check_configuration
@@ -28,6 +29,7 @@ class Command(ScrapyCrawl):
         return self.crawler
 
     def run(self, args, opts):
+        log.configure(self.settings)
         super().run(args, opts)
         if self.crawler is None:
             return

@@ -1,7 +1,8 @@
 """A progress line while crawling and a short summary when the crawl ends.
 
 Replaces Scrapy's LogStats for crawlyx crawls: it speaks in pages (items emitted),
-the frontier (queued in Redis, for the whole job) and errors by class.
+the frontier (queued in Redis, for the whole job) and errors by class. The summary is
+shown at any log level (crawlyx.log).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from twisted.internet import task
 
 from crawlyx.errors import error_counts
 from crawlyx.frontier.state import REDIS_DOWN, outage
+from crawlyx.log import SHOWN
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.parts import crawl_parts
@@ -112,4 +114,5 @@ class Progress:
             pages / wall if wall > 0 else 0.0,
             self.stats.get_value("crawlyx/frontier/duplicates", 0),
             errors,
+            extra=SHOWN,
         )

@@ -36,6 +36,7 @@ from scrapy import signals
 from crawlyx.arguments import JOB_NAME
 from crawlyx.frontier.state import KEY_PREFIX, REDIS_DOWN, State, outage
 from crawlyx.frontier.visited import VisitedTable, gone
+from crawlyx.log import SHOWN
 from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
@@ -73,14 +74,16 @@ class JobRun:
         self.ttl = ttl
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler, job: str):
+        """Built with the spider of job ``job``, before Scrapy lists the crawl's
+        components: the line naming the job comes first."""
         run = cls(crawler, ttl_seconds(crawler.settings))
+        logger.info("crawlyx: job %s (resume with -a job=%s)", job, job, extra=SHOWN)
         crawler.signals.connect(run.opened, signal=signals.spider_opened)
         crawler.signals.connect(run.closed, signal=signals.spider_closed)
         return run
 
     def opened(self, spider):
-        logger.info("crawlyx: job %s (resume with -a job=%s)", spider.job, spider.job)
         state = crawl_parts(self.crawler).state
         record, now = state.key(RECORD), _now()
         pipe = state.client.pipeline()
@@ -107,7 +110,7 @@ class JobRun:
         except REDIS_DOWN as exc:
             outage(self.crawler.stats, "recording the job", exc)
         if reason == "shutdown":  # the first Ctrl-C or SIGTERM: what was in flight is done
-            logger.info("crawlyx: paused; resume with -a job=%s", spider.job)
+            logger.info("crawlyx: paused; resume with -a job=%s", spider.job, extra=SHOWN)
 
 
 # -- scrapy jobs ------------------------------------------------------------------------

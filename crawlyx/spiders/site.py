@@ -80,7 +80,7 @@ class SiteSpider(Spider):
         )
         spider.pattern_traps = PatternTraps.from_crawler(crawler)
         spider.opt_out = OptOut.from_settings(settings)
-        spider.job_run = JobRun.from_crawler(crawler)
+        spider.job_run = JobRun.from_crawler(crawler, spider.job)
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
         crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
