@@ -120,6 +120,73 @@ def test_jobs_lists_a_finished_and_a_paused_job_and_drops_one(tmp_path, redis_ur
     assert again.returncode == 1 and "no job jobs-paused" in again.stderr
 
 
+def test_a_named_job_runs_again_only_when_there_is_something_to_do(tmp_path, redis_url):
+    settings = {"CRAWLYX_REDIS_URL": redis_url, **SLOW_HOST}
+    job = f"again-{tmp_path.name}"[:100]
+
+    def command(out, start, *args, overwrite=False):
+        command = crawl_command(out, f"start={start}", f"job={job}", *args, settings=settings)
+        if overwrite:
+            command[command.index("-o")] = "-O"
+        return command
+
+    def run(*args, **options):
+        return subprocess.run(
+            command(*args, **options),
+            cwd=tmp_path, env=crawl_env(), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    with SiteServer(generated=40, latency=0.05) as site:
+        start = start_url(site)
+        first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+        proc = subprocess.Popen(
+            command(first, start), cwd=tmp_path, env=crawl_env(), stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 60
+        while sum(site.counts.values()) < 15 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        log = proc.communicate(timeout=60)[1]
+        assert proc.returncode == 0 and f"crawlyx: paused; resume with -a job={job}" in log
+
+        # Paused: it resumes, to the end.
+        resumed = run(second, start)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        urls = [item["url"] for item in read_items(first) + read_items(second)]
+        assert len(urls) == len(set(urls)) and set(urls) == site.expected_pages()
+
+        # Finished: run again (its start spelled otherwise) with -O, it is refused before
+        # anything is fetched or written.
+        written, fetched = second.read_bytes(), dict(site.counts)
+        again = run(second, start.replace("http:", "HTTP:"), overwrite=True)
+        assert again.returncode == 2
+        finished = re.fullmatch(
+            rf"crawlyx: job {job} finished on (\S+ \S+) UTC with (\d+) pages; use a new job "
+            rf"name, -a refresh=1 for what changed since, or scrapy jobs --drop {job}\n",
+            again.stderr,
+        )
+        assert finished, again.stderr[-2000:]
+        assert finished[1] == listed(redis_url, tmp_path)[job]["last_run"].replace("T", " ")[:-1]
+        assert int(finished[2]) == len(urls)
+        assert second.read_bytes() == written
+
+        # Another start URL: refused, naming the job's.
+        other = run(tmp_path / "other.jsonl", f"{site.base}/about")
+        assert other.returncode == 2
+        assert other.stderr == (
+            f"crawlyx: job {job} crawls {start}, not {site.base}/about; use a new job name, "
+            f"or scrapy jobs --drop {job}\n"
+        )
+        assert dict(site.counts) == fetched and not (tmp_path / "other.jsonl").exists()
+
+        # refresh=1: the finished job starts afresh, from its start URL.
+        refresh = run(second, start, "refresh=1", overwrite=True)
+        assert refresh.returncode == 0, refresh.stderr[-2000:]
+        assert "crawlyx: finished (finished)" in refresh.stderr
+        assert site.counts["/start"] == fetched["/start"] + 1
+    assert listed(redis_url, tmp_path)[job]["state"] == "finished"
+
+
 def test_drop_refuses_a_bad_name(tmp_path, redis_url, redis_client):
     redis_client.set("crawlyx:_breadth:keep", 1)
     out = scrapy_jobs(redis_url, "--drop", "_breadth", cwd=tmp_path)

@@ -2,27 +2,36 @@
 
 A bad argument or setting, or a setup the SSRF guard cannot protect (a proxy), ends the command
 with one line naming it and what is accepted, before the crawler, Redis, the pool or a
-single request exists (exit status 2). A crawl that emits nothing because its start URL
-failed exits with status 1.
+single request exists (exit status 2). So does a job named with ``-a job=`` that cannot
+run again: finished, or crawling another start URL (crawlyx.frontier.jobs.check_rerun),
+checked last, in Redis, before the output file is opened. A crawl that emits nothing
+because its start URL failed exits with status 1.
 """
 
 from __future__ import annotations
 
 import sys
 
+import redis
 from scrapy.addons import AddonManager
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.spiderloader import get_spider_loader
 
 from crawlyx import log
 from crawlyx.addon import Addon
+from crawlyx.arguments import CrawlArgs
 from crawlyx.config import check_redis_reachable
+from crawlyx.frontier.jobs import check_rerun
+from crawlyx.frontier.state import State
 from crawlyx.middlewares.ssrf import check_configuration
 from crawlyx.policy.ssrf import SSRFGuardError
 
 
 class Command(ScrapyCrawl):
     crawler = None
+    # The named job's Redis, from its check until the crawl is over: an embedded server
+    # started for the check is the crawl's, not started twice.
+    job_state = None
 
     def _create_crawler(self, spidercls):
         self.crawler = super()._create_crawler(spidercls)
@@ -30,7 +39,10 @@ class Command(ScrapyCrawl):
 
     def run(self, args, opts):
         log.configure(self.settings)
-        super().run(args, opts)
+        try:
+            super().run(args, opts)
+        finally:
+            self.let_go()
         if self.crawler is None:
             return
         try:
@@ -72,7 +84,29 @@ class Command(ScrapyCrawl):
             Addon.check_settings(settings)
             if check_settings is not None:
                 check_settings(opts.spargs, settings)
-            check_redis_reachable(settings)  # last: the one check that may take a while
+            check_redis_reachable(settings)  # the checks that may take a while: last
+            self.check_job(settings, opts.spargs)
         except ValueError as exc:
+            self.let_go()
             print(f"crawlyx: {exc}", file=sys.stderr)
             sys.exit(2)
+
+    def check_job(self, settings, arguments: dict) -> None:
+        """ValueError if the job named with ``-a job=`` may not run (again) as asked."""
+        args = CrawlArgs.parse(**arguments)
+        if args.job is None:
+            return  # a fresh name: a new job
+        try:
+            self.job_state = State.connect(settings, args.job)
+            check_rerun(self.job_state, args.start, bool(args.refresh))
+        except (RuntimeError, redis.RedisError) as exc:
+            raise ValueError(f"reading job {args.job} failed: {exc}") from None
+        finally:
+            if self.job_state is not None:
+                self.job_state.client.close()  # not needed while the crawl runs
+
+    def let_go(self) -> None:
+        """Done with the job's Redis (the last user of an embedded server stops it)."""
+        if self.job_state is not None:
+            self.job_state.close()
+            self.job_state = None

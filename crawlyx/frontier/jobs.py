@@ -7,6 +7,12 @@ without ``job`` is given a name: its host, its UTC start time and a short random
 crawls of a site started in the same second stay apart). The name is logged when the
 crawl starts, and again if it is paused.
 
+A named job is checked before its crawl starts (:func:`check_rerun`, from the crawl
+command): a job crawls one start URL, and a finished job has nothing left to crawl, so
+running it again would only empty its output. Both are refused, with what the job is and
+what to run instead. A paused or running job goes on; a finished one run with
+``-a refresh=1`` starts afresh (:func:`restart`).
+
 An unnamed job's keys expire ``CRAWLYX_JOB_TTL_DAYS`` after its last process stops:
 each run makes them persistent when it starts (nothing expires under a running crawl)
 and the last process out sets the expiry (keys with an expiry of their own, heartbeats
@@ -38,6 +44,7 @@ from crawlyx.frontier.state import KEY_PREFIX, REDIS_DOWN, State, outage
 from crawlyx.frontier.visited import VisitedTable, gone
 from crawlyx.log import SHOWN
 from crawlyx.parts import crawl_parts
+from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +120,44 @@ class JobRun:
             logger.info("crawlyx: paused; resume with -a job=%s", spider.job, extra=SHOWN)
 
 
+# -- a named job run again --------------------------------------------------------------
+
+
+def check_rerun(state: State, start: str, refresh: bool) -> None:
+    """Before a crawl of ``start`` runs as ``state``'s job, named by its user: ValueError
+    if the job crawls another start URL, or if it is finished (unless ``refresh``: a
+    refresh run of a finished job starts it afresh)."""
+    job = describe(state)
+    if job["created"] is None:
+        return  # a new job
+    name = state.job
+    if normalize_url(job["start"]) != normalize_url(start):
+        raise ValueError(
+            f"job {name} crawls {job['start']}, not {start}; use a new job name, "
+            f"or scrapy jobs --drop {name}"
+        )
+    if job["state"] != "finished":
+        return  # paused: it resumes; running: this process joins it
+    if not refresh:
+        raise ValueError(
+            f"job {name} finished on {_utc(job['last_run'])} UTC with {job['pages']} pages; "
+            f"use a new job name, -a refresh=1 for what changed since, "
+            f"or scrapy jobs --drop {name}"
+        )
+    restart(state)
+
+
+def restart(state: State) -> None:
+    """A finished job starts afresh, as a job of its own would: every key of it is
+    removed but its record (its start URL, when it was created, whether it expires, the
+    pages its runs emitted)."""
+    record = state.key(RECORD).encode()
+    for keys in state.keys():
+        keys = [key for key in keys if key != record]
+        if keys:
+            state.client.unlink(*keys)
+
+
 # -- scrapy jobs ------------------------------------------------------------------------
 
 
@@ -174,6 +219,11 @@ def list_jobs(client) -> list[dict]:
     return sorted(jobs, key=lambda job: job["last_run"] or "", reverse=True)
 
 
+def _utc(stamp: str | None) -> str:
+    """A record's time (``2026-11-30T03:15:09Z``) as shown: ``2026-11-30 03:15:09``."""
+    return (stamp or "-").replace("T", " ").rstrip("Z")
+
+
 def _expiry(job: dict) -> str:
     seconds = job["expires_in"]
     if seconds is None:
@@ -190,10 +240,9 @@ def format_table(jobs: list[dict]) -> str:
         return "no jobs"
     rows = [("job", "state", "pages", "queued", "leased", "last run (UTC)", "expires", "start")]
     for job in jobs:
-        last = (job["last_run"] or "-").replace("T", " ").rstrip("Z")
         rows.append(
             (job["job"], job["state"], str(job["pages"]), str(job["queued"]),
-             str(job["leased"]), last, _expiry(job), job["start"] or "-")
+             str(job["leased"]), _utc(job["last_run"]), _expiry(job), job["start"] or "-")
         )  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = []
