@@ -20,6 +20,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 RENDER_MODES = ("never", "auto", "always")  # -a render=: when pages go through the browser
 EMIT_MODES = ("changed", "all")  # -a emit=: which pages a refresh run writes
+REFRESH_ALL = "all"  # -a refresh=all: every registered page, not only those due
 # -a job=: a job name, also a Redis key segment (crawlyx:{job}:...), so no ':' or '*'.
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -40,7 +41,7 @@ class CrawlArgs:
     errors: str | None = None
     render: str = "auto"
     report: str | None = None
-    refresh: bool = False
+    refresh: str | None = None  # None: a full crawl; "due" (-a refresh=1) or "all"
     emit: str = "changed"
     # Made from the crawl's link graph when it ends (crawlyx/graph/outputs.py).
     audit: str | None = None  # .md: the markdown summary; else the JSON report
@@ -88,7 +89,7 @@ class CrawlArgs:
             errors=_writable("errors", errors),
             render=_choice("render", render, RENDER_MODES, default="auto"),
             report=_writable("report", report),
-            refresh=_flag("refresh", refresh, default=False),
+            refresh=_refresh(refresh),
             emit=_choice("emit", emit, EMIT_MODES, default="changed"),
             audit=_writable("audit", audit),
             tree=_writable("tree", tree),
@@ -144,6 +145,17 @@ def _flag(name: str, value, default: bool) -> bool:
     if text in _FALSE:
         return False
     raise ArgumentError(f"{name}: {value!r} is not a boolean; use 1/0, true/false, yes/no, on/off")
+
+
+def _refresh(value) -> str | None:
+    if str(value).strip().lower() == REFRESH_ALL:
+        return REFRESH_ALL
+    try:
+        return "due" if _flag("refresh", value, default=False) else None
+    except ArgumentError:
+        raise ArgumentError(
+            f"refresh: {value!r} is not 1/0, true/false, yes/no, on/off or all"
+        ) from None
 
 
 def _writable(name: str, value) -> str | None:

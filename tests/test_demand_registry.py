@@ -169,3 +169,37 @@ def test_retention_must_be_positive(redis_client, site):
         Registry.from_settings(demand_state(redis_client), site, settings(RETENTION="soon"))
     with pytest.raises(ValueError, match="^CRAWLYX_DEMAND_RETENTION: 0 must be a positive"):
         Registry.from_settings(demand_state(redis_client), site, settings(RETENTION=0))
+
+
+def test_a_lowered_base_brings_the_registered_pages_forward_once(redis_client, site):
+    state = demand_state(redis_client)
+    old = Registry.from_settings(state, site, settings())  # 24h
+    assert old.apply_base() == 0 and old.count() == 0 and old.first_due() is None
+    old.fetched("a", T0)
+    old.fetched("b", T0 + H)
+    assert old.apply_base() == 0 and old.due(T0 + 2 * H) == []
+    quick = Registry.from_settings(state, site, settings(BASE_INTERVAL="1h"))
+    assert quick.get("a").next_due == T0 + H  # the ladder's due check follows at once
+    assert quick.apply_base() == 2  # both were due a day after their fetch
+    assert quick.due(T0 + 2 * H) == ["a", "b"] and quick.first_due() == T0 + H
+    assert quick.count_due(T0 + H) == 1
+    assert quick.apply_base() == 0  # applied: not again
+    # A fetch under it keeps the page's own interval, due one base interval on.
+    quick.fetched("a", T0 + 3 * H)
+    assert quick.page("a").interval == 24 * H and quick.page("a").next_due == T0 + 4 * H
+    # A fetch under a higher base again (a full crawl's) is due at that base; the next
+    # refresh run under the lower one brings it forward.
+    old.fetched("b", T0 + 2 * H)
+    assert old.due(T0 + 3 * H) == []
+    assert quick.apply_base() == 1 and quick.due(T0 + 3 * H) == ["b"]
+
+
+def test_drop_forgets_the_whole_site(redis_client, site, registry):
+    for url in ("a", "b", "c"):
+        registry.fetched(url, T0)
+    registry.write_interval("a", 12 * H, shadow=False)
+    registry.apply_base()
+    assert registry.count() == 3 and registry.writes() == 1
+    assert registry.drop() == 3
+    assert redis_client.keys(registry.key("*")) == []
+    assert registry.count() == 0 and registry.first_due() is None and registry.drop() == 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
 
@@ -72,6 +74,8 @@ def changing():
         yield site
 
 
+HOUR, DAY = 3600.0, 86400.0
+
 # Pages are due one second after their fetch: a crawl a second later finds them all due
 # (a crawl's start alone took that long once; it may take less).
 QUICK = {"CRAWLYX_DEMAND_BASE_INTERVAL": "1s"}
@@ -128,6 +132,7 @@ def test_refresh_fetches_only_due_pages(changing, crawl, redis_url, tmp_path):
     first = crawl(f"start={base}/", "sitemap=0", "refresh=1")
     assert first.returncode == 0, first.log[-3000:]
     assert len(first.items) == 5 and all(item["changed"] for item in first.items)
+    assert f"{base}: no pages registered: every page is new" in first.log
     # What scrapy demand says of the site now: five pages at the base, due in a day.
     shown = scrapy("demand", "--site", base, "--json", redis_url=redis_url, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
@@ -147,11 +152,75 @@ def test_refresh_fetches_only_due_pages(changing, crawl, redis_url, tmp_path):
     assert again.items == []
     assert dict(changing.requests) == {"/": 1, "/robots.txt": 1}
     assert changing.not_modified["/"] == 1
+    # And it says why, when the refresh starts and again when it ends: the first is due
+    # a day after the first crawl read it.
+    why = "5 pages registered, none due before (.{19}) UTC [(]-a refresh=all asks for them all[)]"
+    start = re.search(f"INFO: {re.escape(base)}: {why}", again.log)
+    end = re.search(f"INFO: {re.escape(base)}: refresh: {why}", again.log)
+    assert start and end and start[1] == end[1], again.log[-3000:]
+    first_due = datetime.strptime(start[1], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    assert DAY - 600 < first_due.timestamp() - time.time() <= DAY
+
+
+def test_a_lowered_base_interval_makes_registered_pages_due(changing, crawl):
+    base = changing.base
+    first = crawl(f"start={base}/", "sitemap=0")  # at the default base, 24h
+    assert first.returncode == 0, first.log[-3000:]
+    assert len(first.items) == 5
+    time.sleep(QUICK_DUE)  # not a timing claim: a second must have passed since the fetches
+    changing.requests.clear()
+    again = crawl(f"start={base}/", "sitemap=0", "refresh=1", settings=QUICK)
+    assert again.returncode == 0, again.log[-3000:]
+    assert f"{base}: 5 pages brought forward to the base interval, 1s" in again.log
+    assert "none due" not in again.log
+    assert again.stat("crawlyx/refresh/due") == "5"
+    assert dict(changing.requests) == {p: 1 for p in ("/", "/a", "/b", "/c", "/e", "/robots.txt")}
+    assert sum(changing.not_modified.values()) == 4  # all but /e, which has no ETag
+    assert again.items == []  # nothing changed
+
+
+def test_refresh_all_asks_for_every_page_and_forget_starts_over(
+    changing, crawl, redis_url, tmp_path
+):
+    base = changing.base
+    first = crawl(f"start={base}/", "sitemap=0")
+    assert first.returncode == 0, first.log[-3000:]
+    changing.requests.clear()
+    # Nothing is due for a day: refresh=all asks for every page all the same, conditionally.
+    every = crawl(f"start={base}/", "sitemap=0", "refresh=all")
+    assert every.returncode == 0, every.log[-3000:]
+    assert dict(changing.requests) == {p: 1 for p in ("/", "/a", "/b", "/c", "/e", "/robots.txt")}
+    assert changing.conditional == changing.not_modified == Counter(["/", "/a", "/b", "/c"])
+    assert every.items == [] and "none due" not in every.log
+
+    forget = scrapy("demand", "--site", base, "--forget", redis_url=redis_url, cwd=tmp_path)
+    assert forget.returncode == 0, forget.stderr
+    assert forget.stdout == (
+        f"forgot the page registry of {base}: 5 pages; the next refresh run is a full crawl "
+        "(the visit ring is kept)\n"
+    )
+    changing.conditional.clear()
+    fresh = crawl(f"start={base}/", "sitemap=0", "refresh=1")
+    assert fresh.returncode == 0, fresh.log[-3000:]
+    assert f"{base}: no pages registered: every page is new" in fresh.log
+    assert len(fresh.items) == 5 and all(item["changed"] for item in fresh.items)
+    assert sum(changing.conditional.values()) == 0
+
+
+def test_the_refresh_argument():
+    from crawlyx.arguments import ArgumentError, CrawlArgs
+
+    def parse(value):
+        return CrawlArgs.parse(start="http://127.0.0.1:9/", refresh=value).refresh
+
+    assert [parse(v) for v in ("1", "true", "ALL", "0", "false", None)] == [
+        "due", "due", "all", None, None, None,
+    ]  # fmt: skip
+    with pytest.raises(ArgumentError, match="^refresh: 'some' is not 1/0, .* or all$"):
+        parse("some")
 
 
 # -- the ladder in a refresh run, fed by the visit ring ----------------------------------
-
-HOUR, DAY = 3600.0, 86400.0
 
 
 def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
@@ -171,7 +240,7 @@ def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
     crawler._apply_settings()
     crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
     demand.configure(crawler.settings, crawl_parts(crawler).state)
-    recrawl = Recrawl(crawler, refresh=True)
+    recrawl = Recrawl(crawler, refresh="due")
     site = f"https://ladder-{time.time_ns()}.example"
     hot, cold, once = f"{site}/hot", f"{site}/cold", f"{site}/once"
     fetched = time.time() - 3 * DAY

@@ -2,8 +2,12 @@
 
     scrapy demand --site https://docs.example.com
     scrapy demand --site https://docs.example.com --json
+    scrapy demand --site https://docs.example.com --forget
 
-See crawlyx.demand.report for what each figure means.
+See crawlyx.demand.report for what each figure means. ``--forget`` forgets the site's
+page registry (every page's last fetch, validators, interval and due time): the next
+refresh run of the site is a full crawl. The visit ring is kept: it holds what bots
+visited, which no crawl can find again, and its rows expire on their own.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_LEVEL": "WARNING"}
 
     def syntax(self) -> str:
-        return "--site ORIGIN [--json]"
+        return "--site ORIGIN [--json | --forget]"
 
     def short_desc(self) -> str:
         return "Show demand: a site's pages per rung, pages due, the visit ring's fill"
@@ -39,12 +43,15 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--site", metavar="ORIGIN", help="the site (required)")
         parser.add_argument("--json", action="store_true", help="print JSON")
+        parser.add_argument("--forget", action="store_true", help="forget the site's page registry")
 
     def run(self, args, opts):
         if args:
             fail(f"unexpected argument {args[0]!r}")
         if not opts.site:
             fail("--site is required (the site's origin, https://docs.example.com)")
+        if opts.json and opts.forget:
+            fail("--json and --forget do not go together")
         try:
             site = url_origin(opts.site)
         except ValueError as exc:
@@ -60,9 +67,16 @@ class Command(ScrapyCommand):
             fail(str(exc), code=1)
         try:
             registry = Registry.from_settings(registry_state(state.client), site, self.settings)
-            report = read_demand(registry, MergedRing(state, site, config), ladder)
+            if opts.forget:
+                output = (
+                    f"forgot the page registry of {site}: {registry.drop()} pages; the next "
+                    "refresh run is a full crawl (the visit ring is kept)"
+                )
+            else:
+                report = read_demand(registry, MergedRing(state, site, config), ladder)
+                output = json.dumps(report, indent=2) if opts.json else format_table(report)
         except redis.RedisError as exc:
-            fail(f"reading Redis failed: {exc}", code=1)
+            fail(f"Redis failed: {exc}", code=1)
         finally:
             state.close()
-        print(json.dumps(report, indent=2) if opts.json else format_table(report))
+        print(output)

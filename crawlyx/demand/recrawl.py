@@ -3,9 +3,11 @@
 Every page a crawl reads is recorded in its site's registry (:mod:`.registry`): when it
 was fetched, a hash of its markdown, its ETag and Last-Modified, its interval and so
 when it is next due. A refresh run (``-a refresh=1``) starts from the start URL as any
-crawl does and then asks for the pages that are due, with ``If-None-Match`` and
-``If-Modified-Since``; it follows links only to pages the registry does not know yet
-(a known page is fetched when it is due, not because something links it).
+crawl does and then asks for the pages that are due (``-a refresh=all``: every page the
+registry knows), with ``If-None-Match`` and ``If-Modified-Since``; it follows links only
+to pages the registry does not know yet (a known page is fetched when it is due, not
+because something links it). When none is due, it says how many pages the registry
+knows and when the first comes due, at the start and again at the end.
 
 Unchanged means a 304, or the same markdown hash (the hash is taken of the page's
 markdown before site-wide boilerplate is dropped: that depends on which pages a run
@@ -22,10 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+from datetime import UTC, datetime
 
 from crawlyx import demand
-from crawlyx.demand.ladder import Histogram, ladder_for, step
+from crawlyx.demand.ladder import Histogram, label, ladder_for, step
 from crawlyx.demand.registry import Page, Registry, registry_state
 from crawlyx.frontier.core import retryable
 from crawlyx.parts import crawl_parts
@@ -39,10 +43,10 @@ COLD_KICK = 1.0  # a cold ring is read again at most this often
 
 
 class Recrawl:
-    def __init__(self, crawler, refresh: bool = False, emit_all: bool = False):
+    def __init__(self, crawler, refresh: str | None = None, emit_all: bool = False):
         self.crawler = crawler
         self.settings = crawler.settings
-        self.refresh = refresh
+        self.refresh = refresh  # None: a full crawl; "due" or "all" (CrawlArgs.refresh)
         self.emit_all = emit_all
         self.ladder = ladder_for(self.settings)  # checked at start (crawlyx.addon)
         self.registries: dict[str, Registry] = {}
@@ -50,6 +54,7 @@ class Recrawl:
         self.logged_at: float | None = None  # when the rung histogram was last logged
         self._rows: list[tuple] = []  # registry rows for the crawl core's next batch
         self.core = None
+        self.idle: dict[str, str] = {}  # site -> why a refresh run found nothing due
 
     # -- the registry ---------------------------------------------------------------------
 
@@ -59,6 +64,12 @@ class Recrawl:
         if registry is None:
             state = registry_state(crawl_parts(self.crawler).state.client)
             registry = self.registries[site] = Registry.from_settings(state, site, self.settings)
+            moved = registry.apply_base() if self.refresh else 0
+            if moved:
+                logger.info(
+                    "%s: %d pages brought forward to the base interval, %s",
+                    site, moved, label(registry.base),
+                )  # fmt: skip
         return registry
 
     def fetched(self, url: str, digest: str, facts: dict, now: float | None = None):
@@ -151,12 +162,20 @@ class Recrawl:
     # -- what a refresh run asks for ------------------------------------------------------
 
     def due(self, origin: str, now: float | None = None):
-        """The site's pages due at ``now``, each with its conditional headers."""
+        """The site's pages due at ``now`` (all of them for ``refresh=all``), each with
+        its conditional headers. None due: logged, with when the first comes due."""
         now = time.time() if now is None else now
+        until = math.inf if self.refresh == "all" else now
         snapshot = crawl_parts(self.crawler).state.key("refresh:due")
-        for page in self.registry(origin + "/").due_pages(now, snapshot):
+        registry = self.registry(origin + "/")
+        asked = 0
+        for page in registry.due_pages(until, snapshot):
+            asked += 1
             self.crawler.stats.inc_value("crawlyx/refresh/due")
             yield page.url, self.headers(page)
+        if not asked:
+            self.idle[origin] = _none_due(registry)
+            logger.info("%s: %s", origin, self.idle[origin])
 
     def headers(self, page: Page | None) -> dict[str, str]:
         """The conditional headers for ``page`` (none for ``emit=all``: it needs the body)."""
@@ -181,8 +200,11 @@ class Recrawl:
 
     def close(self) -> None:
         """At the crawl's end: forget the pages of its sites not fetched for
-        CRAWLYX_DEMAND_RETENTION, and log where the ladder has put the rest."""
+        CRAWLYX_DEMAND_RETENTION, and log where the ladder has put the rest (and again
+        why a refresh run found nothing due)."""
         now = time.time()
+        for site, why in self.idle.items():
+            logger.info("%s: refresh: %s", site, why)
         for site, registry in self.registries.items():
             forgotten = registry.prune(now)
             if forgotten:
@@ -231,3 +253,13 @@ class Recrawl:
             self.logged_at = now
             logger.info("%s: %s", site, histogram.line(self.ladder))
         return histogram
+
+
+def _none_due(registry: Registry) -> str:
+    """Why a refresh run asks for no page of the site, as the log says it."""
+    registered, first = registry.count(), registry.first_due()
+    if not registered or first is None:
+        return "no pages registered: every page is new"
+    when = datetime.fromtimestamp(first, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    hint = "-a refresh=all asks for them all"
+    return f"{registered} pages registered, none due before {when} ({hint})"

@@ -12,6 +12,7 @@ and apart from the visit ring's (whose reads SCAN their site's keys)::
     crawlyx:_registry:{site}:rungs         hash, interval -> pages on it (the histogram)
     crawlyx:_registry:{site}:rungs:dry     the same for the dry run's shadow intervals
     crawlyx:_registry:{site}:writes        interval writes so far (a converged site adds none)
+    crawlyx:_registry:{site}:base          no page is due later than this after its last fetch
 
 Every crawl writes every page it reads here, so a page costs little: a page's id is 8
 bytes of a hash of its URL, and its row packs its fields into one string (the URL, the
@@ -19,11 +20,16 @@ times, the hash, the validators, the intervals, separated by newlines, which non
 them can hold) in the site's one hash, not a key of its own (about 350 bytes a page in
 all, against 750 with a hash per page).
 
-The next-due time is set at each fetch, from the page's interval as stored, and read
-as stored: a refresh run takes what is due now and never recomputes it from today's
-settings. The interval is written only when the ladder moves the page's rung; the
-histogram follows in the same script, so the two never disagree. A page not fetched for
-``retention`` seconds is forgotten by :meth:`Registry.prune`, histogram included.
+The next-due time is set at each fetch, one interval after it (the page's interval as
+stored, at most today's base interval), and read as stored: a refresh run takes what is
+due now. A base interval lower than any due time was set by brings every page's due
+time forward once, to at most one base interval after its last fetch
+(:meth:`Registry.apply_base`, at the first refresh run under it); a higher one is the
+interval of the pages registered from then on (a page keeps its own). The interval is
+written only when the ladder moves the page's rung; the histogram follows in the same
+script, so the two never disagree. A page not fetched for ``retention`` seconds is
+forgotten by :meth:`Registry.prune`, histogram included, and a whole site by
+:meth:`Registry.drop` (``scrapy demand --site ORIGIN --forget``).
 """
 
 from __future__ import annotations
@@ -55,8 +61,8 @@ local function join(f)
 end
 """
 
-# KEYS: pages, due, fetched, rungs, rungs:dry. ARGV: id, url, now, base, hash, etag,
-# modified. Returns 1 when the page is new or its content hash changed.
+# KEYS: pages, due, fetched, rungs, rungs:dry, base. ARGV: id, url, now, base, hash,
+# etag, modified. Returns 1 when the page is new or its content hash changed.
 _FETCHED = (
     _SPLIT
     + """
@@ -71,11 +77,13 @@ else
   redis.call('HINCRBY', KEYS[5], ARGV[4], 1)
 end
 local before = f[3]
-local due = tonumber(ARGV[3]) + tonumber(f[6])
+local due = tonumber(ARGV[3]) + math.min(tonumber(f[6]), tonumber(ARGV[4]))
 f[1], f[2], f[3], f[4], f[5], f[7] = ARGV[2], ARGV[3], ARGV[5], ARGV[6], ARGV[7], tostring(due)
 redis.call('HSET', KEYS[1], ARGV[1], join(f))
 redis.call('ZADD', KEYS[2], due, ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+local bound = redis.call('GET', KEYS[6])
+if bound and tonumber(bound) < tonumber(ARGV[4]) then redis.call('SET', KEYS[6], ARGV[4]) end
 if new or before ~= ARGV[5] then return 1 end
 return 0
 """
@@ -185,8 +193,26 @@ class Registry:
 
     @property
     def keys(self) -> list[str]:
-        """The site's keys: pages, due, fetched, rungs, rungs:dry."""
+        """The site's keys the scripts take: pages, due, fetched, rungs, rungs:dry."""
         return [self.key(name) for name in ("pages", "due", "fetched", "rungs", "rungs:dry")]
+
+    def apply_base(self, batch: int = 1000) -> int:
+        """Bring the site's due times forward to at most one base interval after each
+        page's last fetch; how many moved. Only when some may be later: the ``base`` key
+        holds the bound all of them keep (set here, raised by a fetch under a higher
+        base; none is known for a registry that was never applied)."""
+        client, bound = self.state.client, self.key("base")
+        last = client.get(bound)
+        if last is not None and float(last) <= self.base:
+            return 0
+        moved, fetched = 0, self.key("fetched")
+        for offset in range(0, client.zcard(fetched), batch):
+            rows = client.zrange(fetched, offset, offset + batch - 1, withscores=True)
+            if rows:  # XX: a page forgotten meanwhile stays so; LT: only ever sooner
+                due = {id_: when + self.base for id_, when in rows}
+                moved += client.zadd(self.key("due"), due, xx=True, lt=True, ch=True)
+        client.set(bound, _num(self.base))
+        return moved
 
     def fetched(
         self,
@@ -199,14 +225,16 @@ class Registry:
         core=None,
     ) -> bool | None:
         """Record a fetch of ``url`` at ``now``: a new page starts at the base interval;
-        the next-due time is ``now`` + its interval. True if the page is new or changed.
-        With a pipeline as ``client``, queued on it through the crawl ``core`` instead."""
+        the next-due time is ``now`` + its interval (at most the base). True if the page
+        is new or changed. With a pipeline as ``client``, queued on it through the crawl
+        ``core`` instead."""
         args = [page_id(url), url, _num(now), _num(self.base), content_hash]
         args += [_clean(etag), _clean(last_modified)]
+        keys = [*self.keys, self.key("base")]
         if core is not None:
-            core.script(client, self._fetched, self.keys, args)
+            core.script(client, self._fetched, keys, args)
             return None
-        return bool(self._fetched(keys=self.keys, args=args))
+        return bool(self._fetched(keys=keys, args=args))
 
     def page(self, url: str) -> Page | None:
         return _page(self.state.client.hget(self.key("pages"), page_id(url)))
@@ -215,7 +243,11 @@ class Registry:
 
     def get(self, url: str) -> PageState | None:
         page = self.page(url)
-        return page and PageState(page.interval, page.next_due, page.shadow)
+        if page is None:
+            return None
+        # The row keeps the due time its last fetch set: a lowered base brings it forward.
+        due = min(page.next_due, page.fetched + self.base)
+        return PageState(page.interval, due, page.shadow)
 
     def write_interval(self, url: str, interval: float, *, shadow: bool) -> None:
         keys = [self.key("pages"), self.key("rungs"), self.key("rungs:dry"), self.key("writes")]
@@ -268,6 +300,22 @@ class Registry:
 
     def count_due(self, until: float) -> int:
         return self.state.client.zcount(self.key("due"), "-inf", until)
+
+    def count(self) -> int:
+        """The pages the registry knows."""
+        return self.state.client.hlen(self.key("pages"))
+
+    def first_due(self) -> float | None:
+        """When the next page comes due (None: no page)."""
+        first = self.state.client.zrange(self.key("due"), 0, 0, withscores=True)
+        return first[0][1] if first else None
+
+    def drop(self) -> int:
+        """Forget the whole site: every key of its registry. How many pages it knew."""
+        pipe = self.state.client.pipeline()
+        pipe.hlen(self.key("pages"))
+        pipe.delete(*self.keys, self.key("writes"), self.key("base"))
+        return pipe.execute()[0]
 
     def prune(self, now: float, batch: int = 500) -> int:
         """Forget the pages not fetched for ``retention`` seconds; how many."""
