@@ -153,3 +153,25 @@ def test_command_refuses_an_unknown_job_and_bad_options(redis_url, tmp_path):
     bad = scrapy_audit(redis_url, "some-job", "--tree", "/no/such/folder/t.md", cwd=tmp_path)
     assert bad.returncode == 2 and "--tree: cannot write" in bad.stderr
     assert scrapy_audit(redis_url, "../x", "-o", "a.json", cwd=tmp_path).returncode == 2
+
+
+def test_command_llms_full_of_a_job_that_kept_no_markdown(site, crawl, redis_url, tmp_path):
+    from tests.test_crawl import start_url
+
+    done = crawl(f"start={start_url(site)}", "job=audit-no-markdown", "max_pages=3")
+    assert done.returncode == 0, done.log[-3000:]
+    full, report = tmp_path / "full.txt", tmp_path / "audit.json"
+    out = scrapy_audit(
+        redis_url, "audit-no-markdown", "-o", str(report), "--llms-full", str(full), cwd=tmp_path
+    )
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        "crawlyx: audit: job audit-no-markdown kept no markdown for llms-full.txt: only a "
+        "crawl run with -a llms_full=FILE keeps the pages' markdown"
+    )
+    assert out.stdout == ""  # nothing "written"
+    assert list(tmp_path.glob("full.txt*")) == [] and not report.exists()
+    # Without --llms-full, the job's graph is audited as ever.
+    audited = scrapy_audit(redis_url, "audit-no-markdown", "-o", str(report), cwd=tmp_path)
+    assert audited.returncode == 0, audited.stderr
+    assert json.loads(report.read_text())["summary"]["pages"] >= 1

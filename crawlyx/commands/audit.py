@@ -7,7 +7,8 @@ Reads the job's recorded link graph from Redis (``CRAWLYX_REDIS_URL`` or the emb
 server) and writes the same files ``-a audit=``, ``-a tree=``, ``-a llms_txt=`` and
 ``-a llms_full=`` write at the end of a crawl; nothing is fetched again. ``-o`` ending in
 ``.md`` writes the markdown summary, any other name the JSON report. llms-full.txt
-needs the pages' markdown, kept only by a crawl run with ``-a llms_full=``. A job still
+needs the pages' markdown, kept only by a crawl run with ``-a llms_full=``: for a job
+that kept none, ``--llms-full`` says so and exits 1, writing nothing. A job still
 running is audited as recorded so far (with a warning).
 """
 
@@ -71,11 +72,15 @@ class Command(ScrapyCommand):
         try:
             if not state.client.exists(state.key(RECORD)):
                 fail(f"no job {job} (see scrapy jobs)", 1)
+            markdown = PageMarkdown(state)
+            if outputs.llms_full and not markdown.kept():
+                fail(f"job {job} kept no markdown for llms-full.txt: only a crawl run with "
+                     "-a llms_full=FILE keeps the pages' markdown", 1)  # fmt: skip
             if live_owners(state):
                 print(f"crawlyx: audit: job {job} is still running; auditing it as recorded "
                       "so far", file=sys.stderr)  # fmt: skip
             graph = load_graph(state, self.settings)
-            report = write_outputs(graph, outputs, max_depth, PageMarkdown(state).get)
+            report = write_outputs(graph, outputs, max_depth, markdown.get)
         except redis.RedisError as exc:
             fail(f"reading Redis failed: {exc}", code=1)
         finally:

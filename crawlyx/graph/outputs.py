@@ -41,6 +41,10 @@ class PageMarkdown:
         data = self.client.hget(self.key, url)
         return None if data is None else zlib.decompress(data).decode()
 
+    def kept(self) -> bool:
+        """Whether the job kept any page's markdown (a crawl without -a llms_full= keeps none)."""
+        return bool(self.client.exists(self.key))
+
 
 @dataclass(frozen=True)
 class Outputs:
