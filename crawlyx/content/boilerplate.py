@@ -42,8 +42,14 @@ _FENCES = ("```", "~~~")
 _DATA = (*_FENCES, "|")  # how a block of code or a table starts
 
 
+# A run of lines that are not blank.
+_BLOCK = re.compile(r"^.*\S.*(?:\n.*\S.*)*", re.MULTILINE)
+
+
 def split_blocks(markdown: str) -> list[str]:
     """Blank-line separated blocks; a fenced code block is one block."""
+    if "```" not in markdown and "~~~" not in markdown:
+        return _BLOCK.findall(markdown)  # no fence: what the loop below finds, in C
     blocks: list[str] = []
     current: list[str] = []
     fence = ""
@@ -90,7 +96,8 @@ def drop_repeats(markdown: str) -> str:
             run.append(block)
             continue
         seen.add(key)
-        end_run()
+        if run:
+            end_run()
         kept.append(block)
     end_run()
     return "\n\n".join(kept) + "\n" if kept else ""

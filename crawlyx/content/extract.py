@@ -85,13 +85,13 @@ _PRODUCT_LD = _ld_type("Product")
 _ARTICLE_LD = _ld_type(r"\w*Article|BlogPosting")
 _DISCUSSION_LD = _ld_type("DiscussionForumPosting|QAPage")
 _PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
-_OG_TYPE = '//meta[@property="og:type"]/@content'
-_GENERATOR = '//meta[@name="generator"]/@content'
+_OG_TYPE = ("property", "og:type")  # of a <meta>
+_GENERATOR = ("name", "generator")
 _DOCS_GENERATOR = re.compile(
     r"\s*(?:mkdocs|sphinx|docusaurus|vitepress|vuepress|gitbook|mdbook|starlight|docfx|antora)",
     re.IGNORECASE,
 )
-_JSON_LD = '//script[@type="application/ld+json"]'
+_JSON_LD = "application/ld+json"  # a <script>'s type
 # Hidden blocks that a reader opens.
 _PANEL = re.compile(r"tab|panel|accordion|collaps|expand|toggle|answer", re.IGNORECASE)
 _ACCORDION = re.compile(r"accordion", re.IGNORECASE)
@@ -138,6 +138,7 @@ _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LEAVES = _HEADINGS | {"p", "pre"}
 _CODE = frozenset({"pre", "code"})
 _LISTS = frozenset({"ul", "ol", "dl"})
+_TABLE_PARTS = frozenset({"thead", "tbody", "tfoot", "tr"})
 # Shares of the text that decide: the child the container search descends into, the
 # containers of one boilerplate name that are content after all, the link lists that are.
 CONTENT_SHARE = 0.75
@@ -161,6 +162,16 @@ _PRICE = re.compile(r"[$£€¥]\s?\d|\d\s?(?:[$£€]|EUR\b|USD\b)")
 
 def _text(el) -> str:
     return el.xpath("string()")
+
+
+def attribute_values(doc, tag: str, attr: str, key: str = "", value: str = "") -> list[str]:
+    """``//tag[@key="value"]/@attr``: one walk over the page's elements of that tag, where
+    an XPath query goes through every node of the page (a tenth of a second at 16 MiB)."""
+    return [
+        found
+        for el in doc.iter(tag)
+        if (not key or el.get(key) == value) and (found := el.get(attr)) is not None
+    ]
 
 
 def _text_len(el) -> int:
@@ -191,6 +202,43 @@ def _drop(el) -> None:
     if el.tail and el.tail.strip():
         _text_before(el, el.tail)
     parent.remove(el)
+
+
+# Elements are dropped in batches: a loop judges them one by one (marking those it drops,
+# renamed, where judging the next ones must see them gone) and drops them together at its
+# end. Moving each one's tail onto the text before it, one at a time, copies that text
+# again for every element of a run (thousands of buttons in a row): quadratic in the
+# page. A batch moves the tails of a run onto the text before it at once.
+_DROPPED = "crawlyx-dropped"
+
+
+def _mark(el) -> None:
+    el.tag = _DROPPED
+
+
+def _drop_all(elements) -> None:
+    """:func:`_drop` each of ``elements``, in document order, in one pass."""
+    moved: dict = {}  # (element, "text" | "tail") -> the tails that go there
+    for el in elements:
+        parent = el.getparent()
+        if parent is None:
+            continue
+        if el.tail and el.tail.strip():
+            prev = el.getprevious()  # those dropped before it are gone already
+            key = (prev, "tail") if prev is not None else (parent, "text")
+            moved.setdefault(key, []).append(el.tail)
+        parent.remove(el)
+    for (target, side), tails in moved.items():
+        setattr(target, side, (getattr(target, side) or "") + "".join(tails))
+
+
+def _unwrap(el) -> None:
+    """Replace ``el`` by its content: the emptied element is left to be dropped."""
+    if el.text:
+        _text_before(el, el.text)
+        el.text = None
+    for child in list(el):
+        el.addprevious(child)
 
 
 def _names(el) -> str:
@@ -303,43 +351,39 @@ def _measure(root) -> dict:
     """(words, words inside links) of every element under ``root``, in one pass."""
     stats: dict = {}
     for el in reversed(list(root.iter())):
-        if not isinstance(el.tag, str):
+        tag = el.tag
+        if not isinstance(tag, str):
             continue
-        words = len(el.text.split()) if el.text else 0
+        text = el.text
+        words = len(text.split()) if text else 0
         links = 0
         for child in el:
-            if child.tail:
-                words += len(child.tail.split())
+            tail = child.tail
+            if tail:
+                words += len(tail.split())
             if isinstance(child.tag, str):
                 child_words, child_links = stats[child]
                 words += child_words
                 links += child_links
-        stats[el] = (words, words if el.tag == "a" else links)
+        stats[el] = (words, words if tag == "a" else links)
     return stats
 
 
-def _unwrap(el) -> None:
-    """Replace ``el`` by its content."""
-    parent = el.getparent()
-    index = parent.index(el)
-    if el.text:
-        _text_before(el, el.text)
-    for offset, child in enumerate(list(el)):
-        parent.insert(index + offset, child)
-    _drop(el)
-
-
-def _prune(body, page_type: str | None) -> None:
-    """Step 1: remove what is never content."""
+def _prune(body, page_type: str | None) -> dict | None:
+    """Step 1: remove what is never content. Returns the body's :func:`_measure` when
+    the last step had it at hand (else None)."""
     opened = {i for ids in body.xpath("//@aria-controls") for i in ids.split()}  # by buttons
     _noscript(body)
+    doomed = []
     for el in list(body.iter(*NEVER_CONTENT, etree.Comment)):
         if el.tag in _CONTROLS and _text_len(el) > CONTROL_WORDS:
             _unwrap(el)  # a control left open swallows the page that follows it
+            doomed.append(el)
         elif el.tag == "label" and _is_tab_label(el):
             el.tail = " " + (el.tail or "")  # "Unix Windows", not "UnixWindows"
         else:
-            _drop(el)
+            doomed.append(el)
+    _drop_all(doomed)
     if page_type != "documentation":  # a photo's caption and credit are not the content
         for caption in list(body.iter("figcaption")):
             figure = caption.getparent()
@@ -349,45 +393,62 @@ def _prune(body, page_type: str | None) -> None:
     total = max(_text_len(body), 1)
     posts = _post_forms(body, total)
     hidden = []
-    for el in list(body.iter()):
-        if el.getparent() is None or not isinstance(el.tag, str):
-            continue  # already removed with an ancestor
-        tag = el.tag
-        if _is_permalink(el):
-            _drop(el)
+    doomed = []
+    inside: set = set()  # what is inside those doomed: not judged
+    for el in list(body.iterdescendants()):
+        if not isinstance(el.tag, str) or (inside and el in inside):
             continue
-        if _is_hidden(el) and not _is_prose(el, opened):
-            if _text_len(el) < HIDDEN_PAGE_SHARE * total:
-                hidden.append(el)  # judged again once the chrome is gone
-            continue
-        if _is_button(el):
-            _drop(el)
-            continue
-        if tag == "form" and el not in posts:
-            _drop(el)
-            continue
-        role = el.get("role", "").lower()
-        header = role == "banner" or (tag == "header" and _inside(el, ("article", "main")) is None)
-        if not (header or tag in CHROME_TAGS or role in CHROME_ROLES):
-            continue
-        if _CONTENT_ASIDE.search(_names(el)) or _is_local_contents(el) or _in_accordion(el):
-            continue
-        # Navigation, sidebars and footers go however long they are (a short page's
-        # sidebar outweighs it) unless the page's heading or main part is inside; a page
-        # header may hold a landing page's pitch. Those stay when they are most of the text.
-        if (header or el.find(".//h1") is not None or el.find(".//main") is not None) and (
-            _text_len(el) >= 0.5 * total
-        ):
-            continue
-        _drop(el)
+        if _judge(el, opened, total, posts, hidden):
+            _mark(el)
+            doomed.append(el)
+            inside.update(el.iter())
+    _drop_all(doomed)
     # A block hidden until the page's scripts run, holding most of the page or of what is
     # left once the chrome is gone (an article at least), is shown.
     shown = _text_len(body)
-    for el in hidden:
-        words = _text_len(el)
-        if words < HIDDEN_PAGE_SHARE * shown or words < ARTICLE_WORDS:
-            _drop(el)
-    _prune_by_name(body, page_type)
+    _drop_all(
+        [
+            el
+            for el in hidden
+            if (words := _text_len(el)) < HIDDEN_PAGE_SHARE * shown or words < ARTICLE_WORDS
+        ]
+    )
+    return _prune_by_name(body, page_type)
+
+
+def _judge(el, opened: set, total: int, posts: set, hidden: list) -> bool:
+    """Step 1 for one element: it is never content (a permalink, a button, a form, the
+    site's chrome). A hidden one is added to ``hidden``, to be judged once the rest is."""
+    tag = el.tag
+    if tag not in _JUDGED_BARE and not el.keys():
+        return False  # most elements: nothing in their markup says chrome
+    if _is_permalink(el):
+        return _inside(el, _CODE) is None  # a code listing's line anchors are its own
+    if _is_hidden(el) and not _is_prose(el, opened):
+        if _text_len(el) < HIDDEN_PAGE_SHARE * total:
+            hidden.append(el)  # judged again once the chrome is gone
+        return False
+    if _is_button(el):
+        return True
+    if tag == "form":
+        return el not in posts
+    role = el.get("role", "").lower()
+    header = role == "banner" or (tag == "header" and _inside(el, ("article", "main")) is None)
+    if not (header or tag in CHROME_TAGS or role in CHROME_ROLES):
+        return False
+    if _CONTENT_ASIDE.search(_names(el)) or _is_local_contents(el) or _in_accordion(el):
+        return False
+    # Navigation, sidebars and footers go however long they are (a short page's
+    # sidebar outweighs it) unless the page's heading or main part is inside; a page
+    # header may hold a landing page's pitch. Those stay when they are most of the text.
+    return not (
+        (header or el.find(".//h1") is not None or el.find(".//main") is not None)
+        and _text_len(el) >= 0.5 * total
+    )
+
+
+# Elements judged in step 1 by their name alone; others only by their attributes.
+_JUDGED_BARE = frozenset({"sup", "form", "header", *CHROME_TAGS})
 
 
 def _judged(names: str, page_type: str | None) -> bool:
@@ -447,7 +508,14 @@ def _noscript(body) -> None:
             el.tag = "div"
 
 
-def _prune_by_name(body, page_type: str | None) -> None:
+# Containers named like boilerplate nest a few levels deep (ten at most in a thousand real
+# pages); a hostile page nests them hundreds deep, and each level is a round over the
+# whole page. Rounds stop after measuring this many elements (about half a second): a
+# page of a few thousand elements gets a hundred rounds, one of 16 MiB two or three.
+NAMED_WORK = 500_000
+
+
+def _prune_by_name(body, page_type: str | None) -> dict | None:
     """Containers whose class or id names boilerplate, judged against what is left once
     chrome by element is gone. A container is kept when it, or the containers of the
     same name together, hold most of that text or an article's worth of its prose outside
@@ -458,15 +526,23 @@ def _prune_by_name(body, page_type: str | None) -> None:
     What a kept container holds is judged in turn: a layout named after its sidebar, or a
     page that broken markup put inside its "header", holds the site's menus as well. Not
     inside a thread's comments (their parts are the posts) nor on a product page, whose
-    tabs and panels hold its details and its buyers' words."""
+    tabs and panels hold its details and its buyers' words.
+    Each round measures the whole body again: rounds stop once they have measured
+    :data:`NAMED_WORK` elements (see there).
+    Returns the body's :func:`_measure` if the last round dropped nothing, else None."""
     kept: set = set()
-    while _prune_named(body, page_type, kept) and page_type != "product":
-        pass
+    work = 0
+    while True:
+        stats, dropped, more = _prune_named(body, page_type, kept)
+        work += len(stats)
+        if not more or page_type == "product" or work >= NAMED_WORK:
+            return None if dropped else stats
 
 
-def _prune_named(body, page_type: str | None, kept: set) -> bool:
-    """One round of :func:`_prune_by_name`, below the containers in ``kept``; adds the
-    containers it keeps and says whether there were any."""
+def _prune_named(body, page_type: str | None, kept: set) -> tuple[dict, bool, bool]:
+    """One round of :func:`_prune_by_name`, below the containers in ``kept``: the body's
+    :func:`_measure` before the round, whether it dropped any container, and whether it
+    kept any (added to ``kept``, to be looked into by another round)."""
     stats = _measure(body)
     total = max(stats[body][0], 1)
     groups: dict[str, list] = {}
@@ -480,18 +556,21 @@ def _prune_named(body, page_type: str | None, kept: set) -> bool:
         if el is None:
             walk.pop()
             continue
-        if not isinstance(el.tag, str) or el.tag in _CODE:
+        tag = el.tag
+        if not isinstance(tag, str) or tag in _CODE:
             continue  # a highlighter's "hljs-comment" is the code's own
-        if el.tag in prose_tags and _prose(el, stats) >= PROSE_WORDS:
+        if tag in prose_tags and _prose(el, stats) >= PROSE_WORDS:
             article += stats[el][0]
         if (
-            el not in kept
-            and (el.tag in _CONTAINERS or "-" in el.tag)
+            (tag in _CONTAINERS or "-" in tag)
+            and (el.get("class") or el.get("id") or "-" in tag)  # else it has no name
+            and el not in kept
             and _judged(_judged_names(el), page_type)
         ):
-            groups.setdefault(el.get("class") or el.get("id") or el.tag, []).append(el)
+            groups.setdefault(el.get("class") or el.get("id") or tag, []).append(el)
             continue  # judged with its container
-        walk.append(iter(el))
+        if len(el):
+            walk.append(iter(el))
     text = total - stats[body][1]
 
     def content(group) -> bool:
@@ -517,9 +596,9 @@ def _prune_named(body, page_type: str | None, kept: set) -> bool:
         )
         if prose >= max(LEAD_WORDS, left):
             del doomed[best]
-    for group in doomed:
-        for el in group:
-            _drop(el)
+    dropped = {el for group in doomed for el in group}
+    if dropped:
+        _drop_all([el for el in body.iter() if el in dropped])  # in document order
     wrappers = {
         el
         for name, group in groups.items()
@@ -527,7 +606,7 @@ def _prune_named(body, page_type: str | None, kept: set) -> bool:
         for el in group
     }
     kept |= wrappers
-    return bool(wrappers)
+    return stats, bool(dropped), bool(wrappers)
 
 
 def _container(body, stats):
@@ -556,6 +635,8 @@ def _container(body, stats):
         if child.tag in _LISTS and _heading_before(child):
             break  # a list under its heading is that section's content, not the page's
         el = child
+    while el.tag in _TABLE_PARTS and el.getparent() is not None:
+        el = el.getparent()  # a table's rows are the table's content, rendered as one
     return el
 
 
@@ -593,12 +674,23 @@ def _grid(body, stats):
         if count < GRID_ITEMS:
             continue
         items = [c for c in el if c.tag == tag and c.get("class") == names]
-        linked = sum(c.tag == "a" or c.find(".//a") is not None for c in items)
         words = sum(stats[c][0] for c in items)
-        if linked >= 0.8 * count and words >= max(minimum, 2 * count):
-            if best is None or words > best[2]:
-                best = (el, items, words)
+        if words < max(minimum, 2 * count) or (best is not None and words <= best[2]):
+            continue  # not the largest grid: whether its items are linked does not matter
+        if _linked(items, 0.8 * count):
+            best = (el, items, words)
     return best
+
+
+def _linked(items: list, enough: float) -> bool:
+    """At least ``enough`` of ``items`` are links or hold one (counted until that is
+    settled)."""
+    linked = 0
+    for seen, item in enumerate(items):
+        if linked >= enough or linked + len(items) - seen < enough:
+            break
+        linked += item.tag == "a" or item.find(".//a") is not None
+    return linked >= enough
 
 
 def _heading_before(el) -> bool:
@@ -632,11 +724,13 @@ def _drop_link_lists(root, stats) -> None:
     that holds ``root``."""
     contents = set()
     for el in root.iter():
-        if isinstance(el.tag, str) and _TABLE_OF_CONTENTS.search(el.get("class", "")):
+        names = el.get("class") if isinstance(el.tag, str) else None
+        if names and _TABLE_OF_CONTENTS.search(names):
             contents.update(el.iter(), el.iterancestors())
     found = []
+    inside: set = set()  # the blocks inside those found: judged with them
     for el in root.iter(*_BLOCKS):
-        if el is root or (found and any(a in found for a in el.iterancestors())):
+        if el is root or (inside and el in inside):
             continue
         links = sum(1 for _ in el.iter("a"))
         words, link_words = stats[el]
@@ -644,6 +738,7 @@ def _drop_link_lists(root, stats) -> None:
             item = _inside(el, ("li",))
             if link_words >= 0.6 * words and (item is None or stats[item][0] <= words):
                 found.append(el)  # "Read more: <a>another story</a>"
+                inside.update(el.iter(*_BLOCKS))
             continue
         if links < 3:
             continue
@@ -657,10 +752,10 @@ def _drop_link_lists(root, stats) -> None:
         limit = 0.5 if tabular else 0.7
         if not words or link_words / words > limit:
             found.append(el)
+            inside.update(el.iter(*_BLOCKS))
     if sum(stats[el][0] for el in found) > LINK_LISTS_SHARE * stats[root][0]:
         return
-    for el in found:
-        _drop(el)
+    _drop_all(found)
 
 
 def _drop_teasers(root, stats, url: str) -> None:
@@ -672,20 +767,28 @@ def _drop_teasers(root, stats, url: str) -> None:
     cards that are most of the content are the content (a listing)."""
     site = _site(url)
     found: list = []
+    inside: set = set()  # what is inside those found
     prose = 0
     for el in root.iter():
-        if not isinstance(el.tag, str) or (found and any(a in found for a in el.iterancestors())):
+        if not isinstance(el.tag, str) or (inside and el in inside):
             continue
         if el.tag == "p":
             prose += _prose(el, stats)
         elif prose >= ARTICLE_WORDS and len(el) >= TEASER_CARDS and _teasers(el, stats, url, site):
             found.append(el)
+            inside.update(el.iter())
     if found and sum(stats[el][0] for el in found) < 0.5 * stats[root][0]:
+        doomed = []
         for el in found:
             heading = el.getprevious()
+            while heading is not None and heading.tag == _DROPPED:
+                heading = heading.getprevious()  # as if those before it were gone
             if heading is not None and heading.tag in _HEADINGS:
-                _drop(heading)  # "More from the blog"
-            _drop(el)
+                _mark(heading)  # "More from the blog"
+                doomed.append(heading)
+            _mark(el)
+            doomed.append(el)
+        _drop_all(doomed)
 
 
 def _teasers(el, stats, url: str, site: str) -> bool:
@@ -786,7 +889,8 @@ _TITLE_SEPARATORS = re.compile(r"\s+[-|–—·:»]\s+")
 def page_title(doc) -> str | None:
     """The page's headline: the h1 that the <title> (or og:title) names, else the
     <title> without its site-name part, else the first h1."""
-    titles = [" ".join(t.split()) for t in doc.xpath('//meta[@property="og:title"]/@content')]
+    titles = attribute_values(doc, "meta", "content", "property", "og:title")
+    titles = [" ".join(t.split()) for t in titles]
     titles += [" ".join(_text(t).split()) for t in doc.iter("title")]
     titles = [t for t in titles if t]
     h1s = [" ".join(_text(h).split()).rstrip(_PERMALINK_MARKS) for h in doc.iter("h1")]
@@ -825,10 +929,10 @@ def _page_type(doc) -> str | None:
     or what schema.org markup or Open Graph says: "discussion" (a forum thread, a
     question and its answers), "article" (a review of a product is one), "product" (one
     product); else None."""
-    if any(_DOCS_GENERATOR.match(g) for g in doc.xpath(_GENERATOR)):
+    if any(_DOCS_GENERATOR.match(g) for g in attribute_values(doc, "meta", "content", *_GENERATOR)):
         return "documentation"
-    og = {t.strip().lower() for t in doc.xpath(_OG_TYPE)}
-    markup = " ".join(s.text or "" for s in doc.xpath(_JSON_LD))
+    og = {t.strip().lower() for t in attribute_values(doc, "meta", "content", *_OG_TYPE)}
+    markup = " ".join(s.text or "" for s in doc.iter("script") if s.get("type") == _JSON_LD)
     if _DISCUSSION_LD.search(markup):
         return "discussion"
     if "article" in og or _ARTICLE_LD.search(markup):
@@ -852,8 +956,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     title = page_title(doc)
     base = doc.find(".//base[@href]")
     page_type = _page_type(doc)
-    _prune(body, page_type)
-    stats = _measure(body)
+    stats = _prune(body, page_type) or _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_link_lists(root, stats)
     _drop_teasers(root, stats, url)
@@ -873,8 +976,14 @@ def _title_only(root) -> bool:
     """Nothing but the title is left: the page has no content (its text is drawn by
     scripts, or it is an empty listing). Its markdown is empty, not a lone heading."""
     headings = [h1 for h1 in root.iter("h1") if next(h1.iterdescendants(*_BLOCKS), None) is None]
-    words = _text_len(root) - sum(_text_len(h1) for h1 in headings)  # an h1 left open holds more
+    # Words counted text by text: the title and a one-word paragraph, or table cells
+    # written without a space between them, are not one word.
+    words = _words(root) - sum(_words(h1) for h1 in headings)  # an h1 left open holds more
     return words <= 0 and next(root.iter("img"), None) is None
+
+
+def _words(el) -> int:
+    return sum(len(text.split()) for text in el.itertext())
 
 
 def page_markdown(

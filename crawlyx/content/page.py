@@ -14,7 +14,7 @@ from hashlib import blake2b
 from urllib.parse import urljoin
 
 from crawlyx.content.boilerplate import block_keys
-from crawlyx.content.extract import document_markdown, parse_document
+from crawlyx.content.extract import attribute_values, document_markdown, parse_document
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.graph.neardup import signature
 from crawlyx.urls.normalize import fetch_form, normalize_url
@@ -50,7 +50,7 @@ def analyze(
     data.update(links={}, anchors={}, robots=[], shell=is_shell(doc, page))  # before pruning
     if doc is not None:
         base = url
-        for href in doc.xpath("//base/@href")[:1]:
+        for href in attribute_values(doc, "base", "href")[:1]:
             base = _join(url, href) or url
         data.update(_metadata(doc, url))
         data["links"], data["anchors"] = _links(doc, base, scope)
@@ -139,10 +139,10 @@ def _visible_chars(root, limit: int) -> int:
 
 
 def _metadata(doc, url: str) -> dict:
-    canonical = _first(doc.xpath("//link[@rel='canonical']/@href"))
+    canonical = _first(attribute_values(doc, "link", "href", "rel", "canonical"))
     return {
         "title": _first(" ".join(t.itertext()) for t in doc.iter("title")),
-        "description": _first(doc.xpath("//meta[@name='description']/@content")),
+        "description": _first(attribute_values(doc, "meta", "content", "name", "description")),
         "lang": _first(doc.xpath("/html/@lang")),
         "canonical": _join(url, canonical) if canonical else None,
     }
@@ -157,8 +157,10 @@ def _links(doc, base: str, scope: str | None) -> tuple[dict, dict[str, str]]:
         return found, anchors
     prefix = scope + "/"
     resolved: dict[str, str | None] = {}  # href -> link: navigation repeats its hrefs
-    for element in doc.xpath("//a[@href] | //area[@href]"):
+    for element in doc.iter("a", "area"):
         href = element.get("href")
+        if href is None:
+            continue
         if href not in resolved:
             resolved[href] = _resolve(href, base, prefix)
         link = resolved[href]
