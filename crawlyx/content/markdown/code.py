@@ -13,7 +13,11 @@ _re_lang_value = re.compile(r"^[\w#+.-]+$")
 _re_pre_lstrip = re.compile(r"^[ \t\n]*\n")
 _LANG_IGNORE = frozenset({"none", "nohighlight", "no-highlight", "default", "notranslate", ""})
 _CLASS_IGNORE = frozenset({"hljs", "sourcecode", "highlight", "notranslate", "code", "prettyprint"})
-_LINENO_CLASSES = frozenset({"linenos", "gutter", "lineno", "line-numbers", "hljs-ln-numbers"})
+# A line-number gutter: Pygments, Rouge, highlight.js's plugin, GitHub's and Gitea's file
+# views (a table row per line, its number in a cell of its own).
+_LINENO_CLASSES = frozenset(
+    {"linenos", "gutter", "lineno", "line-numbers", "hljs-ln-numbers", "blob-num", "lines-num"}
+)
 
 # Inside code, marks that are not code: shell and REPL prompts (Pygments ``gp``, Prism's
 # command-line ``prompt``) and line numbers written into the text.
@@ -90,6 +94,13 @@ def code_language(pre) -> str:
         if lang:
             return lang
     return ""
+
+
+def fenced(text: str, language: str = "") -> str:
+    """``text`` as a fenced code block, its fence longer than any run of backticks in it."""
+    longest = max((len(run) for run in _re_backtick_runs.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"\n\n{fence}{language}\n{text}\n{fence}\n\n"
 
 
 def _inline_code(text: str) -> str:

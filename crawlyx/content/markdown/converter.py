@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import re
 import threading
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from markdownify import ATX, STRIP, MarkdownConverter, chomp
 
 from crawlyx.content.markdown.code import (
     _inline_code,
     _is_code_noise,
-    _re_backtick_runs,
     _re_pre_lstrip,
     code_language,
+    fenced,
 )
 from crawlyx.content.markdown.tables import TableMixin
 from crawlyx.content.markdown.tags import (
@@ -73,6 +73,44 @@ _CONVERTERS = {
     "th": "convert_inline_table_part",
 }
 
+
+def _is_block(text: str) -> bool:
+    """``text`` is ``"\\n\\n" + text.strip() + "\\n\\n"`` and not blank."""
+    return (
+        len(text) > 4
+        and text.startswith("\n\n")
+        and text.endswith("\n\n")
+        and not text[2].isspace()
+        and not text[-3].isspace()
+    )
+
+
+def _origin(base_url: str) -> str | None:
+    """``scheme://netloc`` of an http(s) URL, as urljoin reads it, else None."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return None
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else None
+
+
+def _join(origin: str | None, href: str) -> str | None:
+    """urljoin of the usual link, a path from the site's root ("/docs/a?b#c"), on a page
+    of ``origin``, without its general machinery (a fifth of a link list's read); None
+    for any other link. The path is kept as it is when urljoin would keep it: no empty
+    or dot segments, no parameters."""
+    if origin is None or href[:1] != "/" or href[1:2] == "/" or ";" in href:
+        return None
+    path, _, fragment = href.partition("#")
+    path, _, query = path.partition("?")
+    if "//" in path or "/." in path:
+        return None
+    return origin + path + ("?" + query if query else "") + ("#" + fragment if fragment else "")
+
+
+_BOLD = frozenset({"b", "strong"})
+_ITALIC = frozenset({"em", "i", "cite"})
+
 # "<" that would start a raw HTML tag / comment / declaration in markdown
 _re_tag_like = re.compile(r"<(?=[A-Za-z/!?])")
 _re_url_ws = re.compile(r"[\t\n\r]")
@@ -84,6 +122,8 @@ class _State(threading.local):
     page_url = ""
     links = "inline"  # inline | reference | none
     refs: dict[str, int]
+    numbers: dict  # an ordered list -> its items' numbers, once one is converted
+    origin: str | None = None  # scheme://host of an http(s) base_url
 
 
 class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
@@ -114,6 +154,7 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         state = self._state
         state.links = links
         state.refs = {}
+        state.numbers = {}
         state.page_url = urldefrag(base_url)[0] if base_url else ""
         state.base_url = base_url
         if isinstance(base_href, str):
@@ -121,10 +162,11 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
                 state.base_url = urljoin(base_url, _re_url_ws.sub("", base_href).strip())
             except ValueError:
                 pass
+        state.origin = _origin(state.base_url)
         try:
-            text = self.process_tag(build(root), frozenset())
-        except RecursionError:
             text = self.process_tag(build(root, MAX_DEPTH), frozenset())
+        finally:
+            state.numbers = {}  # it holds the tree
         if state.refs:
             text += "\n\n" + "\n".join(f"[{n}]: {url}" for url, n in state.refs.items())
         return _finish(text)
@@ -265,7 +307,7 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             return ""
         state = self._state
         try:
-            url = urljoin(state.base_url, href)
+            url = _join(state.origin, href) or urljoin(state.base_url, href)
         except ValueError:  # e.g. malformed IPv6 host
             return ""
         if "#" in url and state.page_url:
@@ -281,10 +323,12 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         # An image is its alt text only where it is a figure's content and no caption
         # says what it shows. Elsewhere it is a product shot, a logo, an icon or
         # decoration: a reader never sees its alt, and the text beside it says it.
+        if "figure" not in parent_tags:
+            return ""
         figure = el.parent
-        while figure is not None and figure.name != "figure":
+        while figure.name != "figure":
             figure = figure.parent
-        if figure is None or figure.elements("figcaption"):
+        if figure.elements("figcaption"):
             return ""
         alt = el.get("alt")
         if not isinstance(alt, str):
@@ -293,6 +337,16 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         if alt and "_noformat" not in parent_tags:
             alt = self.escape(alt, parent_tags)
         return alt
+
+    def convert_b(self, el, text, parent_tags):
+        if not _BOLD.isdisjoint(parent_tags):
+            return text  # bold inside bold is marked once (thousands of <b> deep: once)
+        return super().convert_b(el, text, parent_tags)
+
+    def convert_em(self, el, text, parent_tags):
+        if not _ITALIC.isdisjoint(parent_tags):
+            return text
+        return super().convert_em(el, text, parent_tags)
 
     def convert_br(self, el, text, parent_tags):
         if "_inline" in parent_tags:
@@ -314,6 +368,8 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
     def convert_div(self, el, text, parent_tags):
         if "_inline" in parent_tags:
             return " " + text.strip() + " "
+        if _is_block(text):
+            return text  # a wrapper around one block: the same string, not a copy
         text = text.strip()
         return "\n\n" + text + "\n\n" if text else ""
 
@@ -336,7 +392,8 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             return "\n" + text.rstrip()  # nested: no trailing newline
         # A list followed by a paragraph (or bare text) ends with a blank line.
         siblings = el.parent.contents
-        for sibling in siblings[siblings.index(el) + 1 :]:
+        for i in range(el.index + 1, len(siblings)):
+            sibling = siblings[i]
             if type(sibling) is Element:
                 return "\n\n" + text + ("" if sibling.name in ("ul", "ol") else "\n")
             if sibling.strip():
@@ -349,30 +406,34 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             return "\n"
         parent = el.parent
         if parent is not None and parent.name == "ol":
-            start = parent.get("start")
+            bullet = f"{self._item_number(parent, el)}. "
+        else:
+            bullet = self.options["bullets"][0] + " "
+        if "\n" not in text:
+            return bullet + text + "\n"  # what follows makes of one line
+        indent = " " * len(bullet)
+        first, *rest = text.split("\n")
+        return bullet + "\n".join([first] + [indent + ln if ln else "" for ln in rest]) + "\n"
+
+    def _item_number(self, ol: Element, li: Element) -> int:
+        """The number of item ``li`` of list ``ol``: its start, plus the items before it.
+        Counted once for all the list's items (item by item, a long list costs its square)."""
+        numbers = self._state.numbers.get(ol)
+        if numbers is None:
+            start = ol.get("start")
             try:
                 number = int(start.strip()) if isinstance(start, str) else 1
             except ValueError:
                 number = 1
-            for sibling in parent.contents:
-                if sibling is el:
-                    break
-                if type(sibling) is Element and sibling.name == "li":
-                    number += 1
-            bullet = f"{number}. "
-        else:
-            bullet = self.options["bullets"][0] + " "
-        indent = " " * len(bullet)
-        first, *rest = text.split("\n")
-        return bullet + "\n".join([first] + [indent + ln if ln else "" for ln in rest]) + "\n"
+            numbers = self._state.numbers[ol] = {}
+            for item in ol.elements("li"):
+                numbers[item] = number
+                number += 1
+        return numbers[li]
 
     def convert_pre(self, el, text, parent_tags):
         if "_inline" in parent_tags:
             text = _re_all_whitespace.sub(" ", text).strip()
             return " " + _inline_code(text) + " " if text else ""
         text = _re_pre_lstrip.sub("", text).rstrip()
-        if not text:
-            return ""
-        longest = max((len(run) for run in _re_backtick_runs.findall(text)), default=0)
-        fence = "`" * max(3, longest + 1)
-        return f"\n\n{fence}{code_language(el)}\n{text}\n{fence}\n\n"
+        return fenced(text, code_language(el)) if text else ""

@@ -7,7 +7,6 @@ import re
 _re_newline_whitespace = re.compile(r"[\t \r\n]*[\r\n][\t \r\n]*")
 _re_whitespace = re.compile(r"[\t ]+")
 _re_all_whitespace = re.compile(r"\s+")
-_re_extract_newlines = re.compile(r"^(\n*)((?:.*[^\n])?)(\n*)$", flags=re.DOTALL)
 
 # Final cleanup: odd line separators become newlines.
 _LINEBREAKS = {ord(c): "\n" for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
@@ -16,8 +15,8 @@ _LINEBREAKS = {ord(c): "\n" for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
 def _join_blocks(strings: list[str]) -> str:
     """Concatenate child outputs, merging newline runs at the seams (max. one blank line);
     the same algorithm as markdownify's process_tag, with a fast path for plain strings."""
-    if not strings:
-        return ""
+    if len(strings) < 2:
+        return strings[0] if strings else ""  # what the loop makes of one: itself
     out = [""]
     for s in strings:
         if s[0] != "\n" and s[-1] != "\n":
@@ -25,7 +24,10 @@ def _join_blocks(strings: list[str]) -> str:
             out.append(s)
             out.append("")
             continue
-        leading, content, trailing = _re_extract_newlines.match(s).groups()
+        content = s.lstrip("\n")  # s is leading newlines, content, trailing newlines
+        leading = s[: len(s) - len(content)]
+        trailing = content[len(content.rstrip("\n")) :]
+        content = content[: len(content) - len(trailing)]
         if out[-1] and leading:
             previous = out.pop()
             leading = "\n" * min(2, max(len(previous), len(leading)))
