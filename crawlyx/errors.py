@@ -32,6 +32,7 @@ ERROR_CLASSES = (
     "trap",
     "render",
     "parse",
+    "read_timeout",  # the page's read ran past CRAWLYX_READ_TIMEOUT (crawlyx/content/workers.py)
     "opted_out",
     "out_of_scope",
     "gone",

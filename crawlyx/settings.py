@@ -31,6 +31,9 @@ CRAWLYX_MARKDOWN_WORKERS = 0  # 0: one per core
 CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none
 CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site's pages
+# Seconds a page's read (parse, links, main content, markdown) may take in a worker; past
+# it the worker is killed and replaced, and the page recorded as read_timeout. 0: no limit.
+CRAWLYX_READ_TIMEOUT = 10.0
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
 # Prometheus metrics on http://127.0.0.1:PORT/metrics while the crawl runs (0: off;
 # crawlyx/extensions/metrics.py). The first METRICS_HOSTS hosts fetched get their own

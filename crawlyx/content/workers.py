@@ -13,6 +13,14 @@ A worker that dies (the OOM killer, a crash in a parser's C code) breaks the who
 pool: every task in it fails, not only the one that killed it. The pool is rebuilt and
 the tasks it held are read again, one at a time (see :meth:`PageWorkers.run`), so a
 page that kills every worker reading it costs that page alone.
+
+A read has a time budget (``CRAWLYX_READ_TIMEOUT``): a page that would hold a worker
+for hours (a shape the reader has no linear path for) holds it that long at most. Each
+worker writes on its pool's board (shared memory) which read it is on and until when;
+a thread of the crawl process looks every fraction of the budget and kills a worker
+past its deadline. That breaks the pool like any death, but its cause is known: the
+read fails with :class:`ReadTimeout`, and the other reads the pool held are read again
+in a new one, not suspected.
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ import asyncio
 import ctypes
 import ctypes.util
 import gc
+import itertools
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -34,11 +44,62 @@ from crawlyx.content.sitemap import read_sitemap
 from crawlyx.process import running
 
 
-def _start_worker(crawl_pid: int) -> None:
-    """Pool initializer: below the crawl process's priority, gone when it is, and ready
-    to read (the page-reading code imported before the first page comes)."""
+class Board:
+    """What each worker of a pool is reading and until when, in memory the crawl process
+    shares with them: per worker its pid, its task's number, and the task's deadline
+    (monotonic nanoseconds; 0 while idle or without a budget). A worker writes its own
+    row only; the crawl process reads."""
+
+    def __init__(self, context, workers: int):
+        self.cells = context.RawArray("q", 3 * workers)
+        self.taken = context.Value("i", 0)  # rows taken by the workers started so far
+        self.row = -1  # this worker's, in a worker
+
+    def join(self) -> None:
+        """In a worker as it starts: take a row."""
+        with self.taken.get_lock():
+            row = self.taken.value
+            self.taken.value += 1
+        if 3 * row < len(self.cells):
+            self.row = 3 * row
+            self.cells[self.row] = os.getpid()
+
+    def start(self, task: int, budget_ns: int) -> None:
+        if self.row >= 0:
+            cells, row = self.cells, self.row
+            cells[row + 2] = 0  # no deadline while the task changes
+            cells[row + 1] = task
+            cells[row + 2] = time.monotonic_ns() + budget_ns if budget_ns else 0
+
+    def stop(self) -> None:
+        if self.row >= 0:
+            self.cells[self.row + 2] = 0
+
+    def overdue(self, now_ns: int) -> list[tuple[int, int]]:
+        """(pid, task) of each worker past its task's deadline."""
+        found = []
+        cells = self.cells
+        for row in range(0, len(cells), 3):
+            task = cells[row + 1]
+            deadline = cells[row + 2]
+            if deadline and now_ns > deadline and cells[row + 1] == task:
+                found.append((cells[row], task))
+        return found
+
+
+_board: Board | None = None  # this worker's pool's board
+
+
+def _start_worker(crawl_pid: int, board: Board | None = None) -> None:
+    """Pool initializer: below the crawl process's priority, gone when it is, on its
+    pool's board, and ready to read (the page-reading code imported before the first
+    page comes)."""
+    global _board
     os.nice(10)
     threading.Thread(target=_exit_with, args=(crawl_pid,), daemon=True).start()
+    if board is not None:
+        board.join()
+        _board = board
     import numpy  # noqa: F401 - for the near-duplicate signatures
 
     import crawlyx.content.page  # noqa: F401
@@ -54,6 +115,17 @@ def _exit_with(crawl_pid: int) -> None:
 
 def _started() -> None:
     """The warm-up task: submitting it makes the pool start a worker."""
+
+
+def _timed(task: int, budget_ns: int, fn, *args):
+    """``fn(*args)`` in a worker, on the board as ``task`` while it runs."""
+    if _board is None:
+        return fn(*args)
+    _board.start(task, budget_ns)
+    try:
+        return fn(*args)
+    finally:
+        _board.stop()
 
 
 # A big page leaves its worker with a heap as large as its parse (lxml's tree and the
@@ -75,9 +147,16 @@ def read_page(page: str, url: str, scope: str | None, **options) -> dict:
     # never reads a page, does without the converter and its imports.
     from crawlyx.content.page import analyze
 
+    # The objects a read makes (two trees of the page, the strings of its markdown) all
+    # live until it ends: the cycle collector, run meanwhile, walks them again and again
+    # for nothing (an eighth of a big page's read). It runs after.
+    gc.disable()
     try:
         return analyze(page, url, scope, **options)
     finally:
+        gc.enable()
+        if _board is not None:
+            _board.stop()  # the read is over: giving memory back is not the page's time
         if len(page) > TRIM_BYTES or _rss() > _trimmed_at[0] + TRIM_GROWTH:
             _give_back_memory()
             _trimmed_at[0] = _rss()
@@ -104,6 +183,10 @@ except (OSError, AttributeError):
     _libc = None
 
 
+class ReadTimeout(Exception):
+    """A read ran past its time budget: its worker was killed."""
+
+
 class WorkerDied(Exception):
     """A worker died twice with the task in flight, the second time reading it alone."""
 
@@ -112,9 +195,37 @@ class WorkerDied(Exception):
 POISON_DEATHS = 2
 
 
+class Pool(ProcessPoolExecutor):
+    """A pool of workers with their :class:`Board`; ``killed`` once a worker of it was
+    killed for running past its budget."""
+
+    def __init__(self, workers: int):
+        # forkserver: workers start from a clean interpreter, not a copy of the reactor,
+        # its threads and its sockets.
+        context = multiprocessing.get_context("forkserver")
+        # Only this module is preloaded: the fork server lives as long as the crawl, and
+        # what it imported would be counted again in its RSS (each worker imports the
+        # page-reading code as it starts, see _start_worker).
+        context.set_forkserver_preload(["crawlyx.content.workers"])
+        self.board = Board(context, workers)
+        self.killed = False
+        super().__init__(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(os.getpid(), self.board),
+        )
+
+
 class PageWorkers:
     def __init__(
-        self, workers: int, main_content: bool, links: str, crawler=None, neardup: bool = False
+        self,
+        workers: int,
+        main_content: bool,
+        links: str,
+        crawler=None,
+        neardup: bool = False,
+        timeout: float = 0.0,
     ):
         if links not in LINK_STYLES:
             raise ValueError(
@@ -124,9 +235,15 @@ class PageWorkers:
         # neardup: each page's near-duplicate signature, for the link graph (crawlyx.graph).
         self.analyze = partial(read_page, main_content=main_content, links=links, neardup=neardup)
         self.crawler = crawler  # for its stats, if any
-        self._pool: ProcessPoolExecutor | None = None
-        self._alone: ProcessPoolExecutor | None = None  # one worker, for suspects
+        self.timeout = timeout  # a page read's budget, seconds; 0: none
+        self.resubmitted = 0  # reads lost with a pool killed for another read, read again
+        self._pool: Pool | None = None
+        self._alone: Pool | None = None  # one worker, for suspects
         self._one_at_a_time: asyncio.Lock | None = None
+        self._tasks = itertools.count(1)
+        self._over: set[int] = set()  # tasks whose worker was killed past their budget
+        self._closed = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     @classmethod
     def from_settings(cls, settings, crawler=None) -> PageWorkers:
@@ -136,6 +253,7 @@ class PageWorkers:
             settings.get("CRAWLYX_MARKDOWN_LINKS"),
             crawler,
             neardup=settings.getbool("CRAWLYX_GRAPH_ENABLED"),
+            timeout=settings.getfloat("CRAWLYX_READ_TIMEOUT"),  # checked: a number, 0 or more
         )
 
     @classmethod
@@ -143,22 +261,24 @@ class PageWorkers:
         return cls.from_settings(crawler.settings, crawler)
 
     @property
-    def pool(self) -> ProcessPoolExecutor:
+    def pool(self) -> Pool:
         if self._pool is None:
-            self._pool = _new_pool(self.workers)
+            self._pool = Pool(self.workers)
         return self._pool
 
     async def read(self, page: str, url: str, scope: str | None) -> dict:
-        """:func:`crawlyx.content.page.analyze` of the page, in a worker."""
-        return await self.run(self.analyze, page, url, scope)
+        """:func:`crawlyx.content.page.analyze` of the page, in a worker, within the
+        read budget (:class:`ReadTimeout` past it)."""
+        return await self.run(self.analyze, page, url, scope, timeout=self.timeout)
 
     async def read_sitemap(self, body: bytes, max_bytes: int) -> tuple[str, list[str]]:
         """:func:`crawlyx.content.sitemap.read_sitemap` of the document, in a worker."""
         self._inc("crawlyx/workers/sitemaps")
         return await self.run(read_sitemap, body, max_bytes)
 
-    async def run(self, fn, *args):
-        """``fn(*args)`` in a worker, through the deaths of workers.
+    async def run(self, fn, *args, timeout: float = 0.0):
+        """``fn(*args)`` in a worker, through the deaths of workers, killed after
+        ``timeout`` seconds (0: never) with :class:`ReadTimeout`.
 
         When a worker dies, the pool fails every task it holds and is rebuilt. Which
         task killed it cannot be told, so each of them is a suspect, read again alone:
@@ -167,41 +287,83 @@ class PageWorkers:
         :class:`WorkerDied` (its page recorded once as a ``parse`` error). Dying alone
         once proves nothing (the OOM killer may pick that worker, as any other), and an
         innocent task never shares a death with the culprit in the pool of one.
+        A worker killed for its task's time is no such death: the other tasks of its
+        pool are read again in the new pool, as they came.
         """
-        pool = self.pool
-        try:
-            return await asyncio.wrap_future(self._submit(pool, fn, *args))
-        except BrokenProcessPool:
-            self._rebuild(pool)
+        budget = round(timeout * 1e9)
+        if budget:
+            self._watch(timeout)
+        while True:
+            pool = self.pool
+            task = next(self._tasks)
+            try:
+                return await asyncio.wrap_future(self._submit(pool, task, budget, fn, args))
+            except BrokenProcessPool:
+                self._rebuild(pool)
+                self._check_time(task, timeout)
+                if not pool.killed:
+                    break
+                self.resubmitted += 1
+                self._inc("crawlyx/workers/resubmitted")
         if self._one_at_a_time is None:
             self._one_at_a_time = asyncio.Lock()
         async with self._one_at_a_time:
             for _ in range(POISON_DEATHS):
                 self._inc("crawlyx/workers/reread")
                 if self._alone is None:
-                    self._alone = _new_pool(1)
+                    self._alone = Pool(1)
                 alone = self._alone
+                task = next(self._tasks)
                 try:
-                    return await asyncio.wrap_future(alone.submit(fn, *args))
+                    return await asyncio.wrap_future(alone.submit(_timed, task, budget, fn, *args))
                 except BrokenProcessPool:
                     self._alone = None
                     alone.shutdown(wait=False)
                     self._inc("crawlyx/workers/restarts")
+                    self._check_time(task, timeout)
         raise WorkerDied(f"a worker died reading it alone, {POISON_DEATHS} times")
 
-    def _submit(self, pool: ProcessPoolExecutor, fn, *args) -> Future:
+    def _submit(self, pool: Pool, task: int, budget: int, fn, args) -> Future:
         try:
-            return pool.submit(fn, *args)
+            return pool.submit(_timed, task, budget, fn, *args)
         except BrokenProcessPool:  # broken before the task got there: not a suspect
             self._rebuild(pool)
-            return self.pool.submit(fn, *args)
+            return self.pool.submit(_timed, task, budget, fn, *args)
 
-    def _rebuild(self, pool: ProcessPoolExecutor) -> None:
+    def _check_time(self, task: int, timeout: float) -> None:
+        """Raise :class:`ReadTimeout` if ``task``'s worker was killed for its time."""
+        if task in self._over:
+            self._over.discard(task)
+            raise ReadTimeout(f"still reading after {timeout:g} s: its worker was killed")
+
+    def _rebuild(self, pool: Pool) -> None:
         """Replace the broken ``pool``, once whichever of its tasks notices first."""
         if self._pool is pool:
             self._pool = None
             pool.shutdown(wait=False)
             self._inc("crawlyx/workers/restarts")
+
+    def _watch(self, timeout: float) -> None:
+        """Start the thread that kills workers past their deadline, if not yet."""
+        if self._watchdog is None and not self._closed.is_set():
+            interval = min(0.25, timeout / 10)
+            self._watchdog = threading.Thread(
+                target=self._kill_overdue, args=(interval,), name="crawlyx-read-budget", daemon=True
+            )
+            self._watchdog.start()
+
+    def _kill_overdue(self, interval: float) -> None:
+        while not self._closed.wait(interval):
+            for pool in (self._pool, self._alone):
+                if pool is None or pool.killed:
+                    continue
+                for pid, task in pool.board.overdue(time.monotonic_ns()):
+                    self._over.add(task)
+                    pool.killed = True  # before its tasks learn it is broken
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
 
     def _inc(self, key: str) -> None:
         if self.crawler is not None:
@@ -214,7 +376,7 @@ class PageWorkers:
             target=self._start_workers, args=(self.pool,), name="crawlyx-warm-up", daemon=True
         ).start()
 
-    def _start_workers(self, pool: ProcessPoolExecutor) -> None:
+    def _start_workers(self, pool: Pool) -> None:
         try:
             for _ in range(self.workers):
                 pool.submit(_started)
@@ -222,23 +384,9 @@ class PageWorkers:
             pass
 
     def close(self) -> None:
+        # A read past its budget is killed meanwhile: the watchdog stops after the pools.
         for pool in (self._pool, self._alone):
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
         self._pool = self._alone = None
-
-
-def _new_pool(workers: int) -> ProcessPoolExecutor:
-    # forkserver: workers start from a clean interpreter, not a copy of the reactor,
-    # its threads and its sockets.
-    context = multiprocessing.get_context("forkserver")
-    # Only this module is preloaded: the fork server lives as long as the crawl, and what
-    # it imported would be counted again in its RSS (each worker imports the page-reading
-    # code as it starts, see _start_worker).
-    context.set_forkserver_preload(["crawlyx.content.workers"])
-    return ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_start_worker,
-        initargs=(os.getpid(),),
-    )
+        self._closed.set()

@@ -18,6 +18,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
+from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
 from crawlyx.frontier.fingerprint import normalized_fingerprint
@@ -198,6 +199,9 @@ class SiteSpider(Spider):
                 return
         try:
             page = await self.workers.read(response.text, response.url, self.scope.origin)
+        except ReadTimeout as exc:  # its worker was killed: the page is done, not retried
+            self.errors.record(url, "read_timeout", str(exc), referrer)
+            return
         except Exception as exc:  # undecodable or pathological markup: this page only
             self.errors.record(url, "parse", f"{type(exc).__name__}: {exc}", referrer)
             return
