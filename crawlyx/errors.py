@@ -13,6 +13,7 @@ from scrapy.exceptions import (
     IgnoreRequest,
 )
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.response import response_status_message
 from twisted.internet import error as net
 from twisted.python.failure import Failure
 
@@ -52,6 +53,15 @@ class CrawlyxIgnore(Exception):
     """Base for the reasons crawlyx refuses a request; ``error_class`` names it."""
 
     error_class = "trap"
+
+
+def describe(failure: Failure) -> str:
+    """A failure in words, for the errors file and the log: an HTTP error by its status
+    (``HTTP 404 Not Found``), anything else by its exception and message."""
+    exc = failure.value
+    if isinstance(exc, HttpError):
+        return f"HTTP {response_status_message(exc.response.status)}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def classify(failure: Failure) -> str:

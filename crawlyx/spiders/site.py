@@ -20,7 +20,7 @@ from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
-from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify
+from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify, describe
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
@@ -414,7 +414,7 @@ class SiteSpider(Spider):
 
     def on_error(self, failure):
         request = failure.request
-        detail = f"{type(failure.value).__name__}: {failure.value}"
+        detail = describe(failure)
         if _render_failure(failure, request):
             # Scrapy hands an errback's output straight to the scraper: it goes through the
             # lease middleware's ordering all the same.
@@ -433,7 +433,7 @@ class SiteSpider(Spider):
         for url in getattr(failure.value, "urls", None) or [request.url]:
             self.errors.record(url, error_class, detail, referrer, status=status, depth=depth)
         if request.meta.get("crawlyx_anchor"):
-            self.start_failure = (error_class, f"{request.url} ({error_class}): {failure.value}")
+            self.start_failure = (error_class, f"{request.url} ({error_class}): {detail}")
         if failure.check(RobotsUnavailable):
             self.visited.park(request)  # not fetched, so not done: the next run fetches it
         else:

@@ -1,0 +1,67 @@
+"""Errors as a user reads them: the errors file, the summary line, the report, the log."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from tests.site import QuietHandler, Serving
+
+PAGE = "<html><head><title>{0}</title></head><body><h1>{0}</h1><p>Text.</p>{1}</body></html>"
+
+
+class SmallSite(Serving):
+    """Two pages and a broken link; robots.txt names a sitemap that answers 503, and
+    there is no /sitemap.xml (404). Requests are counted by path."""
+
+    def __init__(self):
+        self.requests: Counter = Counter()
+        site = self
+
+        class Handler(QuietHandler):
+            def do_GET(self):  # noqa: N802
+                site.requests[self.path] += 1
+                base = f"http://127.0.0.1:{self.server.server_address[1]}"
+                if self.path == "/robots.txt":
+                    robots = f"User-agent: *\nAllow: /\nSitemap: {base}/declared.xml\n"
+                    return self.reply(200, robots, "text/plain")
+                if self.path == "/declared.xml":
+                    return self.reply(503, "down for now")
+                if self.path == "/":
+                    links = '<a href="/a">a</a> <a href="/gone">gone</a>'
+                    return self.reply(200, PAGE.format("Home", links))
+                if self.path == "/a":
+                    return self.reply(200, PAGE.format("A", ""))
+                return self.reply(404, "not found")
+
+        super().__init__(Handler)
+
+
+@pytest.fixture
+def small():
+    with SmallSite() as site:
+        yield site
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_an_http_error_says_its_status(small, crawl, tmp_path):
+    errors = tmp_path / "errors.jsonl"
+    result = crawl(f"start={small.base}/", f"errors={errors}")
+    assert result.returncode == 0, result.log[-3000:]
+    assert [(e["url"], e["class"], e["detail"]) for e in _lines(errors)] == [
+        (f"{small.base}/gone", "http_4xx", "HTTP 404 Not Found")
+    ]
+    # A start URL that answers 404: the line saying why nothing was crawled names it.
+    failed = crawl(f"start={small.base}/nothing", f"errors={errors}")
+    assert failed.returncode == 1, failed.log[-3000:]
+    start = f"{small.base}/nothing"
+    assert f"nothing crawled, the start URL failed: {start} (http_4xx): HTTP 404 Not Found" in (
+        failed.log
+    )
+    assert [e["detail"] for e in _lines(errors)] == ["HTTP 404 Not Found"]
+    assert "Ignoring non-200 response" not in result.log + failed.log
