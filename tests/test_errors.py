@@ -65,3 +65,26 @@ def test_an_http_error_says_its_status(small, crawl, tmp_path):
     )
     assert [e["detail"] for e in _lines(errors)] == ["HTTP 404 Not Found"]
     assert "Ignoring non-200 response" not in result.log + failed.log
+
+
+def test_a_missing_sitemap_is_no_error_of_the_sites(small, crawl, tmp_path):
+    errors, report = tmp_path / "errors.jsonl", tmp_path / "report.json"
+    result = crawl(f"start={small.base}/", f"errors={errors}", f"report={report}")
+    assert result.returncode == 0, result.log[-3000:]
+    assert sorted(result.urls) == [f"{small.base}/", f"{small.base}/a"]
+    # Both sitemaps were asked for: /sitemap.xml (404) and the one robots.txt names (503).
+    assert small.requests["/sitemap.xml"] == 1 and small.requests["/declared.xml"] >= 1
+    # Counted apart, and said in the log...
+    assert result.stat("crawlyx/sitemap/missing") == "1"
+    assert result.stat("crawlyx/sitemap/failed") == "1"
+    assert f"INFO: No sitemap at {small.base}/sitemap.xml (HTTP 404 Not Found)" in result.log
+    skipped = f"WARNING: Skipping sitemap {small.base}/declared.xml: HTTP 503 Service Unavailable"
+    assert skipped in result.log
+    # ...but no error of the site's pages: only the broken link is one.
+    assert [(e["url"], e["class"]) for e in _lines(errors)] == [(f"{small.base}/gone", "http_4xx")]
+    assert "errors: http_4xx 1\n" in result.log
+    assert result.stat("crawlyx/error/count") == "1"
+    assert result.stat("crawlyx/error/http_5xx") is None
+    written = json.loads(report.read_text())
+    assert written["errors"] == {"count": 1, "by_class": {"http_4xx": 1}}
+    assert written["success_rate"] == {"value": round(2 / 3, 6), "pages": 2, "failed": 1}

@@ -10,7 +10,8 @@ Definitions (also in README.md):
 
 * success rate: pages emitted / (pages emitted + URLs that failed to fetch, i.e. were
   recorded under a fetch error class: ``FETCH_FAILURES``). URLs refused by policy
-  (robots.txt, scope, traps, opt-out) were never attempted and count in neither.
+  (robots.txt, scope, traps, opt-out) were never attempted and count in neither; nor
+  do sitemaps, which are no pages (a missing one is ``crawlyx/sitemap/missing``).
 * latency: of every fetch that got a response, from the fixed-bucket histogram of
   crawlyx/extensions/telemetry.py; a percentile is interpolated inside its bucket.
 * drain rate: over the last ``DRAIN_WINDOW`` seconds (or the whole crawl if shorter),

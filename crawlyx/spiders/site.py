@@ -390,10 +390,30 @@ class SiteSpider(Spider):
         request.meta["download_maxsize"] = self.sitemap_max_bytes
         return request
 
+    def _sitemap_failed(self, failure, detail: str) -> None:
+        """A sitemap crawlyx asked for (``/sitemap.xml``, one robots.txt or an index
+        names) did not come: no page of the site failed, so it is no error of the crawl
+        (not in the errors file, the error counts or the success rate). Counted apart:
+        ``crawlyx/sitemap/missing`` for a 404 or 410 (a site without a sitemap), logged at
+        INFO; ``crawlyx/sitemap/failed`` for anything else (as an unreadable one), logged
+        as a warning."""
+        request = failure.request
+        if failure.check(HttpError) and failure.value.response.status in (404, 410):
+            self.crawler.stats.inc_value("crawlyx/sitemap/missing")
+            self.logger.info("No sitemap at %s (%s)", request.url, detail)
+        else:
+            self.crawler.stats.inc_value("crawlyx/sitemap/failed")
+            self.logger.warning("Skipping sitemap %s: %s", request.url, detail)
+        if failure.check(RobotsUnavailable):
+            self.visited.park(request)  # not fetched, so not done: the next run fetches it
+        else:
+            self.visited.release(request)
+
     async def parse_sitemap(self, response):
         try:
             kind, locs = await self.workers.read_sitemap(response.body, self.sitemap_max_bytes)
         except Exception as exc:  # bad gzip, not a sitemap, or it killed a worker
+            self.crawler.stats.inc_value("crawlyx/sitemap/failed")
             self.logger.warning("Skipping sitemap %s: %s", response.url, exc)
             return
         scoped = {loc: self.scope.normalized(loc) for loc in locs}
@@ -419,6 +439,8 @@ class SiteSpider(Spider):
             # Scrapy hands an errback's output straight to the scraper: it goes through the
             # lease middleware's ordering all the same.
             return errback_output(self.crawler, request, self._render_failed(request, detail))
+        if request.callback == self.parse_sitemap:
+            return self._sitemap_failed(failure, detail)
         error_class = classify(failure)
         if failure.check(HttpError) and self.recrawl.gone(
             normalize_url(request.url), failure.value.response.status
