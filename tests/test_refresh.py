@@ -126,6 +126,41 @@ def test_refresh_emits_exactly_the_changed_and_new_pages(changing, crawl, tmp_pa
     assert changed == {f"{base}/{p}": False for p in ("", "a", "c", "d", "e")}
 
 
+def _refresh_stats(result) -> dict[str, str]:
+    names = ("due", "changed", "unchanged", "not_modified", "gone")
+    stats = {name: result.stat(f"crawlyx/refresh/{name}") for name in names}
+    return {name: value for name, value in stats.items() if value is not None}
+
+
+def test_refresh_stats_are_a_refresh_runs_only(changing, crawl):
+    base = changing.base
+    first = crawl(f"start={base}/", "sitemap=0", settings=QUICK)
+    assert first.returncode == 0, first.log[-3000:]
+    assert len(first.items) == 5
+    # A full crawl reads and writes every page: none is counted as changed.
+    assert _refresh_stats(first) == {}
+    time.sleep(QUICK_DUE)  # not a timing claim: the pages must be due for the refresh run
+
+    # A second full crawl of the registered site, a page changed, one gone: still none.
+    changing.page("/a", "Page a, second version.")
+    changing.pages["/b"] = 410
+    second = crawl(f"start={base}/", "sitemap=0", settings=QUICK)
+    assert second.returncode == 0, second.log[-3000:]
+    assert len(second.items) == 4
+    assert _refresh_stats(second) == {}
+    time.sleep(QUICK_DUE)
+
+    # A refresh run counts what it found: /a changed, / and /c answer 304, /e (no ETag)
+    # reads the same.
+    changing.page("/a", "Page a, third version.")
+    third = crawl(f"start={base}/", "sitemap=0", "refresh=1", settings=QUICK)
+    assert third.returncode == 0, third.log[-3000:]
+    assert third.urls == [f"{base}/a"]
+    assert _refresh_stats(third) == {
+        "due": "4", "changed": "1", "unchanged": "3", "not_modified": "2",
+    }  # fmt: skip
+
+
 def test_refresh_fetches_only_due_pages(changing, crawl, redis_url, tmp_path):
     base = changing.base
     # A refresh run of a site the registry does not know is a full crawl.

@@ -94,7 +94,10 @@ class Recrawl:
         return answer
 
     def _count(self, changed) -> None:
-        self.crawler.stats.inc_value(f"crawlyx/refresh/{'changed' if changed else 'unchanged'}")
+        """A refresh run counts what changed; a full crawl reads every page and emits it,
+        and has no refresh stats."""
+        if self.refresh:
+            self.crawler.stats.inc_value(f"crawlyx/refresh/{'changed' if changed else 'unchanged'}")
 
     def _core(self):
         if self.core is None:
@@ -152,7 +155,8 @@ class Recrawl:
         """A 404/410 for a page the registry knew: forgotten, and True (class ``gone``)."""
         if status not in GONE or not self.registry(url).forget(url):
             return False
-        self.crawler.stats.inc_value("crawlyx/refresh/gone")
+        if self.refresh:
+            self.crawler.stats.inc_value("crawlyx/refresh/gone")
         return True
 
     def emit(self, changed: bool) -> bool:
@@ -208,7 +212,7 @@ class Recrawl:
         for site, registry in self.registries.items():
             forgotten = registry.prune(now)
             if forgotten:
-                self.crawler.stats.inc_value("crawlyx/refresh/forgotten", forgotten)
+                self.crawler.stats.inc_value("crawlyx/registry/forgotten", forgotten)
                 logger.info(
                     "%s: %d pages not fetched for the retention period forgotten", site, forgotten
                 )
