@@ -31,7 +31,7 @@ from scrapy.utils.test import get_crawler
 import crawlyx.settings as project_settings
 from crawlyx.breadth import EXACT_LIMIT, OVERFLOW, Recorder, Sketch, hash64
 from crawlyx.breadth.accesslog import BadLine, LogFormat
-from crawlyx.breadth.bots import BotTable
+from crawlyx.breadth.bots import OWN, BotTable
 from crawlyx.breadth.report import read_breadth
 from crawlyx.breadth.sketch import union
 from crawlyx.breadth.store import (
@@ -434,10 +434,67 @@ def test_a_crawl_records_its_fetches_and_corpus(site, crawl, redis_client, state
     report = read_breadth(state, site=site.base, days=1, bot="crawlyx")
     assert report["corpus_pages"] == len(result.items)
     day = report["breadth"][0]
-    assert day["bots"][0]["bot"] == "crawlyx" and day["bots"][0]["shards"] == 1
+    # Its own fetches, no visiting bot's.
+    assert day["bots"] == [] and day["total"]["distinct_urls"] == 0
+    assert day["own"][0]["bot"] == "crawlyx" and day["own"][0]["shards"] == 1
     # Every page plus robots.txt, the sitemaps, the non-HTML and error responses.
-    assert day["bots"][0]["distinct_urls"] > len(result.items)
+    assert day["own"][0]["distinct_urls"] > len(result.items)
     assert result.stat("crawlyx/breadth/rows_merged") is not None
+
+
+def test_crawlyxs_own_crawls_are_shown_apart_from_the_bots(site, crawl, state, redis_url, tmp_path):
+    result = crawl(f"start=http://127.0.0.1:{site.port}/start")
+    assert result.returncode == 0, result.log[-3000:]
+    pages = len(result.items)
+    # The site's access log: GPTBot read three pages; crawlyx's own requests are there too.
+    lines = [log_line(path, GPT) for path in ("/", "/about", "/docs/intro?a=1&b=2")]
+    lines += [log_line(path, project_settings.USER_AGENT) for path in ("/", "/about", "/zz")]
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n")
+    visits = scrapy("visits", "--site", site.base, str(log), redis_url=redis_url, cwd=tmp_path)
+    assert visits.returncode == 0, visits.stderr
+    assert "3 bot requests recorded (1 bots, 1 days)" in visits.stdout
+    assert "3 of crawlyx's own skipped" in visits.stdout
+
+    command = ("breadth", "--site", site.base, "--days", "1")
+    out = scrapy(*command, "--json", redis_url=redis_url, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["corpus_pages"] == pages
+    day = report["breadth"][0]
+    # The bots that visit the site, and their union: GPTBot alone.
+    assert [(b["bot"], b["distinct_urls"]) for b in day["bots"]] == [("GPTBot", 3)]
+    assert day["total"] == {"distinct_urls": 3, "coverage_pct": round(300 / pages, 2)}
+    # crawlyx's own fetches apart: every page and more (robots.txt, sitemaps, errors).
+    [own] = day["own"]
+    assert own["bot"] == "crawlyx" and own["distinct_urls"] > pages and own["shards"] == 1
+
+    table = scrapy(*command, redis_url=redis_url, cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    rows = [line.split() for line in table.stdout.splitlines()[2:]]
+    assert rows == [
+        [TODAY, "GPTBot", "3", "1", f"{300 / pages:.1f}%"],
+        ["all", "bots", "(union)", "3", f"{300 / pages:.1f}%"],
+        ["crawlyx", "(own", "crawls)", f"{own['distinct_urls']:,}", "1",
+         f"{own['coverage_pct']:.1f}%"],
+    ]  # fmt: skip
+
+
+def test_rows_of_crawlyxs_bot_from_before_they_were_marked_are_its_own(state):
+    recorder = Recorder(SITE)
+    for url in urls(0, 5):
+        recorder.record("crawlyx", url, TODAY)
+        recorder.record("GPTBot", url, TODAY)
+    BreadthStore(state).flush(recorder)  # a store that marks no row as crawlyx's own
+    day = read_breadth(state, site=SITE, days=1, own="crawlyx")["breadth"][0]
+    assert [b["bot"] for b in day["bots"]] == ["GPTBot"]
+    assert [b["bot"] for b in day["own"]] == ["crawlyx"]
+    # Marked rows are its own whatever the name asked about.
+    recorder.record("crawlyx-2", f"{SITE}/x", TODAY)
+    BreadthStore(state, own="crawlyx-2").flush(recorder)
+    day = read_breadth(state, site=SITE, days=1, own="crawlyx")["breadth"][0]
+    assert sorted(b["bot"] for b in day["own"]) == ["crawlyx", "crawlyx-2"]
+    assert day["total"]["distinct_urls"] == 5
 
 
 # -- the commands -----------------------------------------------------------------------
@@ -469,6 +526,12 @@ def test_bot_table_and_log_format():
         "Googlebot", "GPTBot", "ClaudeBot", None, "other", "other", "other",
     ]  # fmt: skip
     assert BotTable(humans=True).classify(FIREFOX) == "human"
+    # crawlyx itself, by its token or its whole user agent, is no visiting bot.
+    own = BotTable.from_settings(breadth_crawler(USER_AGENT="Acme fetcher 2").settings)
+    assert own.classify(project_settings.USER_AGENT) == OWN
+    assert own.classify("Mozilla/5.0 (compatible; crawlyx/0.2)") == OWN
+    assert own.classify("Acme fetcher 2") == OWN
+    assert own.classify("crawlyxlike/1.0 bot") == "other"
     for agent, name in [("Mozilla/5.0 (compatible; Bytespider)", "Bytespider"),
                         ("meta-externalagent/1.1", "Meta-ExternalAgent"),
                         ("Mozilla/5.0 (Applebot/0.1)", "Applebot"),

@@ -6,7 +6,9 @@ in the user agent; the first match names the bot. The default table is
 A user agent no entry matches but that looks automated (:data:`BOT_LIKE`: "bot",
 "crawler", "spider", HTTP libraries, an empty agent, ...) is ``other``; anything else
 is a person's browser: ``None`` (skipped by ``scrapy visits`` unless ``--humans``,
-which counts them as ``human``).
+which counts them as ``human``). crawlyx's own user agent (its CRAWLYX_BOT_NAME token,
+or its USER_AGENT) is :data:`OWN`: its crawls record their own fetches, apart from the
+bots that visit the site, and ``scrapy visits`` skips its lines.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 
 OTHER = "other"
 HUMAN = "human"
+OWN = "~own"  # crawlyx itself
 
 DEFAULT_BOTS: dict[str, str] = {
     "Googlebot": r"googlebot|google-inspectiontool|googleother|storebot-google|adsbot-google",
@@ -50,7 +53,13 @@ class BotTable:
 
     CACHE_LIMIT = 10_000
 
-    def __init__(self, bots: dict[str, str] | None = None, humans: bool = False):
+    def __init__(
+        self,
+        bots: dict[str, str] | None = None,
+        humans: bool = False,
+        own: tuple[str, ...] = (),
+    ):
+        """``own``: crawlyx's robots.txt token and its user agent, which name it."""
         bots = DEFAULT_BOTS if bots is None else bots
         self.names = list(bots)
         try:
@@ -66,6 +75,8 @@ class BotTable:
         except re.error as exc:
             raise ValueError(f"bad bot pattern: {exc}") from None
         self._bot_like = re.compile(BOT_LIKE, re.IGNORECASE)
+        names = [rf"(?<![\w-]){re.escape(name)}(?![\w-])" for name in own if name.strip()]
+        self._own = re.compile("|".join(names), re.IGNORECASE) if names else None
         self.humans = humans
         self._cache: dict[str, str | None] = {}
 
@@ -79,13 +90,15 @@ class BotTable:
                 raise ValueError(f"CRAWLYX_BREADTH_BOTS is not JSON: {exc}") from None
         if raw is not None and not isinstance(raw, dict):
             raise ValueError("CRAWLYX_BREADTH_BOTS must map bot names to patterns")
+        own = (settings.get("CRAWLYX_BOT_NAME") or "", settings.get("USER_AGENT") or "")
         try:
-            return cls(dict(raw) if raw else None, humans=humans)
+            return cls(dict(raw) if raw else None, humans=humans, own=own)
         except ValueError as exc:
             raise ValueError(f"CRAWLYX_BREADTH_BOTS: {exc}") from None
 
     def classify(self, agent: str) -> str | None:
-        """The bot name, ``other``, ``human`` (with humans on) or None (a person)."""
+        """The bot name, :data:`OWN` (crawlyx), ``other``, ``human`` (with humans on) or
+        None (a person)."""
         cached = self._cache.get(agent, self)
         if cached is not self:
             return cached
@@ -99,6 +112,8 @@ class BotTable:
         agent = agent.strip()
         if agent in ("", "-"):
             return OTHER
+        if self._own is not None and self._own.search(agent):
+            return OWN
         if self.names:
             match = self._named.search(agent)
             if match is not None:

@@ -5,6 +5,11 @@ one accumulator per (day, bot), so what stays in memory is one sketch per (day, 
 never the rows read. :meth:`finish` computes the estimates: per bot, and per day the
 union of the day's bots (a union, not a sum: a URL fetched by two bots counts once).
 
+crawlyx's own fetches (rows its crawls marked, or, in rows from before they were, the
+bot named CRAWLYX_BOT_NAME) are no visit to the site: they are shown apart (``own``),
+and left out of the bots and their union. A crawl fetches robots.txt, sitemaps,
+redirects and broken links besides the pages, so its own coverage passes 100 %.
+
 Coverage is distinct URLs ÷ the site's *corpus*: the distinct pages crawlyx itself has
 emitted for the site (the ``corpus`` row, fed by every crawl of the site, kept while
 crawls come at least once per retention period). It is a ratio of two estimates and
@@ -18,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from crawlyx.breadth.recorder import bot_key
 from crawlyx.breadth.sketch import Sketch, union
 from crawlyx.breadth.store import Row, RowScan, utc_day
 from crawlyx.frontier.state import State
@@ -37,7 +43,9 @@ class BreadthReport:
     days: list[str]  # newest first
     site: str | None = None
     bot: str | None = None
+    own: str | None = None  # the stored name of crawlyx's own bot, for unmarked rows
     _by_day: dict[str, dict[str, _Entry]] = field(default_factory=dict)
+    _own_by_day: dict[str, dict[str, _Entry]] = field(default_factory=dict)
     _corpus: Sketch | None = None
     _sites: set[str] = field(default_factory=set)
 
@@ -52,7 +60,8 @@ class BreadthReport:
             return
         if row.day not in self.days:
             return
-        bots = self._by_day.setdefault(row.day, {})
+        own = row.own or (self.own is not None and row.bot == self.own)
+        bots = (self._own_by_day if own else self._by_day).setdefault(row.day, {})
         entry = bots.get(row.bot)
         if entry is None:
             entry = bots[row.bot] = _Entry(row.sketch)  # the first row is the accumulator
@@ -67,28 +76,31 @@ class BreadthReport:
         def coverage(distinct: int) -> float | None:
             return round(100.0 * distinct / corpus, 2) if corpus else None
 
+        def rows(bots: dict[str, _Entry]) -> list[dict]:
+            out = []
+            for bot, entry in bots.items():
+                distinct = entry.sketch.count()
+                out.append(
+                    {
+                        "bot": bot,
+                        "distinct_urls": distinct,
+                        "shards": entry.shards,
+                        "flushes": entry.flushes,
+                        "coverage_pct": coverage(distinct),
+                    }
+                )
+            return sorted(out, key=lambda row: (-row["distinct_urls"], row["bot"]))
+
         breadth = []
         for day in self.days:
             bots = self._by_day.get(day, {})
-            rows = [
-                {
-                    "bot": bot,
-                    "distinct_urls": entry.sketch.count(),
-                    "shards": entry.shards,
-                    "flushes": entry.flushes,
-                    "coverage_pct": None,
-                }
-                for bot, entry in bots.items()
-            ]
-            for row in rows:
-                row["coverage_pct"] = coverage(row["distinct_urls"])
-            rows.sort(key=lambda row: (-row["distinct_urls"], row["bot"]))
             total = union(entry.sketch for entry in bots.values()).count() if bots else 0
             breadth.append(
                 {
                     "day": day,
                     "total": {"distinct_urls": total, "coverage_pct": coverage(total)},
-                    "bots": rows,
+                    "bots": rows(bots),
+                    "own": rows(self._own_by_day.get(day, {})),
                 }
             )
         return {
@@ -121,9 +133,12 @@ def read_breadth(
     bot: str | None = None,
     cap: int = 4096,
     today: str | None = None,
+    own: str | None = None,
 ) -> dict:
-    """Stream the rows of the window and return the report (see :meth:`finish`)."""
-    report = BreadthReport(window(days, today), site=site, bot=bot)
+    """Stream the rows of the window and return the report (see :meth:`finish`);
+    ``own``: CRAWLYX_BOT_NAME, crawlyx's own bot in rows its crawls did not mark."""
+    own = bot_key(own) if own else None
+    report = BreadthReport(window(days, today), site=site, bot=bot, own=own)
     scan = RowScan(state, site=site, days=set(report.days), bot=bot, cap=cap)
     for row in scan:
         report.add(row)
@@ -148,21 +163,32 @@ def format_table(report: dict) -> str:
         return "-" if value is None else f"{value:.1f}%"
 
     for day in report["breadth"]:
-        if not day["bots"]:
+        own = day.get("own", [])
+        if not day["bots"] and not own:
             lines.append(f"{day['day']:<10}  (no data)")
             continue
         label = day["day"]
+        if not day["bots"]:
+            lines.append(f"{label:<10}  (no bot visits recorded)")
+            label = ""
         for bot in day["bots"]:
             lines.append(
                 f"{label:<10}  {bot['bot']:<24} {bot['distinct_urls']:>13,} "
                 f"{bot['shards']:>7} {pct(bot['coverage_pct']):>9}"
             )
             label = ""
-        total = day["total"]
-        lines.append(
-            f"{'':<10}  {'all bots (union)':<24} {total['distinct_urls']:>13,} "
-            f"{'':>7} {pct(total['coverage_pct']):>9}"
-        )
+        if day["bots"]:
+            total = day["total"]
+            lines.append(
+                f"{'':<10}  {'all bots (union)':<24} {total['distinct_urls']:>13,} "
+                f"{'':>7} {pct(total['coverage_pct']):>9}"
+            )
+        for bot in own:
+            name = f"{bot['bot']} (own crawls)"
+            lines.append(
+                f"{'':<10}  {name:<24} {bot['distinct_urls']:>13,} "
+                f"{bot['shards']:>7} {pct(bot['coverage_pct']):>9}"
+            )
     if report["truncated"]:
         lines.append(
             f"truncated: stopped after {report['rows_read']} rows; the figures above are "

@@ -12,13 +12,14 @@ namespace: ``_breadth`` can never be a job name (those start with a letter or di
 so no job's cleanup touches them.
 
 A row is a hash: ``r`` the 16,384 registers (one byte each), ``x`` the exact set while
-small (8-byte hashes; absent once saturated), ``f`` how many flushes were merged, and
-one ``p:{process}`` field per process (shard) that merged into it. Each flush merges a
-process's sketch into the row with one Lua script, atomically: element-wise max of the
-registers, union of the exact sets. Redis runs a script alone, so any number of
-processes can flush the same row at once and no register is lost; no client-side
-read-merge-write, no lock to forget. Merging is idempotent, so a retried flush is
-harmless. Day rows expire ``retention`` days after their day ends (EXPIREAT, the same
+small (8-byte hashes; absent once saturated), ``f`` how many flushes were merged, ``o``
+(``1``) on a row of crawlyx's own fetches (the crawl's, under CRAWLYX_BOT_NAME: no
+visiting bot's), and one ``p:{process}`` field per process (shard) that merged into it.
+Each flush merges a process's sketch into the row with one Lua script, atomically:
+element-wise max of the registers, union of the exact sets. Redis runs a script alone,
+so any number of processes can flush the same row at once and no register is lost; no
+client-side read-merge-write, no lock to forget. Merging is idempotent, so a retried
+flush is harmless. Day rows expire ``retention`` days after their day ends (EXPIREAT, the same
 on every flush); the corpus row ``retention`` days after the last flush that touched it.
 
 The read side (:class:`RowScan`) streams: SCAN in small steps, the rows fetched a
@@ -36,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
-from crawlyx.breadth.recorder import Recorder
+from crawlyx.breadth.recorder import Recorder, bot_key
 from crawlyx.breadth.sketch import EXACT_LIMIT, Sketch
 from crawlyx.frontier.state import State
 
@@ -44,7 +45,8 @@ NAMESPACE = "_breadth"  # a State "job" that no crawl can be named
 DAY = 86400
 
 # KEYS[1]: the row. ARGV: registers, exact hashes ('' when saturated), '1' if saturated,
-# shard id, expire-at (unix seconds), exact limit, now (unix seconds).
+# shard id, expire-at (unix seconds), exact limit, now (unix seconds), '1' for a row of
+# crawlyx's own fetches.
 _MERGE = """
 local key, incoming = KEYS[1], ARGV[1]
 local stored = redis.call('HGET', key, 'r')
@@ -101,6 +103,9 @@ else
   end
 end
 redis.call('HINCRBY', key, 'f', 1)
+if ARGV[8] == '1' then
+  redis.call('HSET', key, 'o', '1')
+end
 redis.call('HSET', key, 'p:' .. ARGV[4], ARGV[7])
 redis.call('EXPIREAT', key, ARGV[5])
 return 1
@@ -160,22 +165,32 @@ class FlushResult:
 
 
 class BreadthStore:
-    """Merges a :class:`Recorder`'s dirty sketches into Redis."""
+    """Merges a :class:`Recorder`'s dirty sketches into Redis. ``own``: the bot name
+    crawlyx's own fetches are recorded under (the crawl's store), whose rows are marked
+    so that ``scrapy breadth`` shows them apart from the visiting bots."""
 
-    def __init__(self, state: State, retention_days: int = 90, shard: str | None = None):
+    def __init__(
+        self,
+        state: State,
+        retention_days: int = 90,
+        shard: str | None = None,
+        own: str | None = None,
+    ):
         if retention_days < 1:
             raise ValueError("retention_days must be 1 or more")
         self.state = state
         self.retention_days = retention_days
         self.shard = shard or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.own = bot_key(own) if own else None
         self._merge = state.client.register_script(_MERGE)
 
     def day_expiry(self, day: str) -> int:
         """When a day's rows expire: ``retention_days`` after the day ends."""
         return day_start(day) + (self.retention_days + 1) * DAY
 
-    def merge(self, key: str, sketch: Sketch, expire_at: int, now: float) -> None:
-        """One atomic max-merge of ``sketch`` into the row ``key``."""
+    def merge(self, key: str, sketch: Sketch, expire_at: int, now: float, own=False) -> None:
+        """One atomic max-merge of ``sketch`` into the row ``key`` (``own``: a row of
+        crawlyx's own fetches)."""
         exact = sketch.exact_bytes()
         self._merge(
             keys=[key],
@@ -187,6 +202,7 @@ class BreadthStore:
                 expire_at,
                 EXACT_LIMIT,
                 int(now),
+                "1" if own else "0",
             ],
         )
 
@@ -204,7 +220,8 @@ class BreadthStore:
                 result.expired += sum(s.dirty for s in recorder.sketches(day).values())
                 recorder.drop_day(day)
         for day, bot, sketch in recorder.dirty():
-            self.merge(day_key(state, site, day, bot), sketch, self.day_expiry(day), now)
+            key, own = day_key(state, site, day, bot), bot == self.own
+            self.merge(key, sketch, self.day_expiry(day), now, own)
             sketch.dirty = False
             result.merged += 1
         corpus = recorder.corpus
@@ -225,6 +242,7 @@ class Row:
     sketch: Sketch
     shards: int  # processes that merged into the row
     flushes: int
+    own: bool = False  # crawlyx's own fetches, not a visiting bot's
 
 
 class RowScan:
@@ -302,14 +320,14 @@ class RowScan:
             return
         pipe = self.state.client.pipeline(transaction=False)
         for key, _ in pending:
-            pipe.hmget(key, "r", "x", "f")
+            pipe.hmget(key, "r", "x", "f", "o")
             pipe.hlen(key)
         replies = pipe.execute()
         for index, (_key, (site, day, bot)) in enumerate(pending):
-            (registers, exact, flushes), fields = replies[2 * index], replies[2 * index + 1]
+            (registers, exact, flushes, own), fields = replies[2 * index], replies[2 * index + 1]
             if registers is None:
                 continue  # expired between SCAN and now
-            known = 1 + (exact is not None) + (flushes is not None)
+            known = 1 + (exact is not None) + (flushes is not None) + (own is not None)
             yield Row(
                 site,
                 day,
@@ -317,4 +335,5 @@ class RowScan:
                 Sketch.from_bytes(registers, exact),
                 shards=fields - known,
                 flushes=int(flushes or 0),
+                own=own == b"1",
             )

@@ -5,7 +5,8 @@
 
 Per day, newest first: each bot's distinct URLs and the shards (processes) merged into
 it, the cross-bot union (not the sum), and coverage against the site's corpus (the
-distinct pages crawlyx has emitted for it; see crawlyx.breadth.report). Without
+distinct pages crawlyx has emitted for it; see crawlyx.breadth.report). crawlyx's own
+crawls are shown apart, after the union, which leaves them out. Without
 ``--site``, every site's rows are merged (URLs carry their origin, so that union is
 exact too). The rows are streamed with SCAN and merged one by one; past
 CRAWLYX_BREADTH_READ_CAP rows the answer says ``truncated`` rather than passing off
@@ -81,7 +82,8 @@ class Command(ScrapyCommand):
         except RuntimeError as exc:
             fail(str(exc), code=1)
         try:
-            report = read_breadth(state, site=site, days=days, bot=opts.bot, cap=cap)
+            own = self.settings.get("CRAWLYX_BOT_NAME") or "crawlyx"
+            report = read_breadth(state, site=site, days=days, bot=opts.bot, cap=cap, own=own)
         except redis.RedisError as exc:
             fail(f"reading Redis failed: {exc}", code=1)
         finally:

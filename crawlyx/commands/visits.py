@@ -9,7 +9,8 @@ Each line's user agent names the bot (crawlyx.breadth.bots; people are skipped u
 the day it is read). GET and HEAD requests count, whatever their status. The sketches
 are merged into Redis (the crawl's, or the embedded server) every flush interval while
 reading, and at the end. Bad lines are counted and reported, never fatal. One summary
-line on stdout.
+line on stdout. crawlyx's own requests (its user agent) are skipped: its crawls record
+what they fetch themselves, apart from the bots that visit the site.
 
 With CRAWLYX_DEMAND_ENABLED the same pass feeds the demand ring (crawlyx.demand) at the
 line's own time: named bots only (not people, not unnamed automation, not crawlyx),
@@ -28,7 +29,7 @@ import redis
 from scrapy.commands import ScrapyCommand
 
 from crawlyx.breadth.accesslog import BadLine, LogFormat, follow
-from crawlyx.breadth.bots import BotTable
+from crawlyx.breadth.bots import OWN, BotTable
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, connect, utc_day
 from crawlyx.commands import failer
@@ -222,6 +223,9 @@ class _Reader:
             if bot is None:
                 counts["humans"] += 1
                 return
+            if bot == OWN:  # crawlyx's crawls record their own fetches, apart
+                counts["own"] += 1
+                return
             try:
                 url = normalize_url(visit.target, self.base)
             except ValueError as exc:
@@ -284,6 +288,8 @@ class _Reader:
         ]
         if c["future"]:
             parts.append(f"{c['future']} dated in the future")
+        if c["own"]:
+            parts.append(f"{c['own']} of crawlyx's own skipped")
         if self.demand is not None:
             parts.append(f"{c['demand']} demand visits ({c['demand_merged']} rows merged)")
         if self.unreadable:

@@ -2,12 +2,13 @@
 
 Each response (``response_received``: after redirects, robots.txt included) is
 normalized and recorded under CRAWLYX_BOT_NAME for the current UTC day, in the
-sketches of its site (the URL's origin); each emitted page (``item_scraped``) also
-goes into the site's *corpus* sketch, the denominator of ``scrapy breadth``'s
-coverage. Recording touches memory only; the sketches are merged into Redis (see
-:mod:`crawlyx.breadth.store`) every CRAWLYX_BREADTH_FLUSH_INTERVAL seconds by a
-LoopingCall, right after the UTC day rolls over (the old day is persisted at once)
-and when the spider closes.
+sketches of its site (the URL's origin), in rows marked as crawlyx's own (``scrapy
+breadth`` shows them apart from the bots that visit the site); each emitted page
+(``item_scraped``) also goes into the site's *corpus* sketch, the denominator of
+``scrapy breadth``'s coverage. Recording touches memory only; the sketches are
+merged into Redis (see :mod:`crawlyx.breadth.store`) every
+CRAWLYX_BREADTH_FLUSH_INTERVAL seconds by a LoopingCall, right after the UTC day rolls
+over (the old day is persisted at once) and when the spider closes.
 
 Loss model: a crawl process killed hard loses at most one flush interval of its own
 observations: an undercount, never a double count (a merge is an idempotent max).
@@ -140,7 +141,9 @@ class Breadth:
 
     def spider_opened(self, spider):
         self.store = BreadthStore(
-            breadth_state(crawl_parts(self.crawler).state.client), self.retention_days
+            breadth_state(crawl_parts(self.crawler).state.client),
+            self.retention_days,
+            own=self.bot,  # its rows are crawlyx's own, apart from the visiting bots'
         )
         self._task = task.LoopingCall(self.flush)
         self._task.start(self.interval, now=False)
