@@ -6,6 +6,9 @@ single request exists (exit status 2). So does a job named with ``-a job=`` that
 run again: finished, or crawling another start URL (crawlyx.frontier.jobs.check_rerun),
 checked last, in Redis, before the output file is opened. A crawl that emits nothing
 because its start URL failed exits with status 1.
+
+Ctrl-C (or SIGTERM) pauses the crawl; a second one stops it at once, with status 128 +
+the signal's number (crawlyx.interrupt). One during the checks ends the command there.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from crawlyx.arguments import CrawlArgs
 from crawlyx.config import check_redis_reachable
 from crawlyx.frontier.jobs import check_rerun
 from crawlyx.frontier.state import State
+from crawlyx.interrupt import Interrupts
 from crawlyx.middlewares.ssrf import check_configuration
 from crawlyx.policy.ssrf import SSRFGuardError
 
@@ -32,17 +36,28 @@ class Command(ScrapyCrawl):
     # The named job's Redis, from its check until the crawl is over: an embedded server
     # started for the check is the crawl's, not started twice.
     job_state = None
+    interrupts = None
 
     def _create_crawler(self, spidercls):
         self.crawler = super()._create_crawler(spidercls)
+        self.interrupts.watch(self.crawler)
         return self.crawler
 
     def run(self, args, opts):
         log.configure(self.settings)
+        self.interrupts = Interrupts(self.crawler_process)
         try:
             super().run(args, opts)
         finally:
             self.let_go()
+        if self.interrupts.forced:
+            self.exitcode = self.interrupts.exit_status
+            print(
+                "crawlyx: stopped at once; what was being fetched is fetched again when "
+                "the job resumes",
+                file=sys.stderr,
+            )
+            return
         if self.crawler is None:
             return
         try:
@@ -55,6 +70,14 @@ class Command(ScrapyCrawl):
             self.exitcode = self.exitcode or 1
 
     def process_options(self, args, opts):
+        try:
+            self.check_options(args, opts)
+        except KeyboardInterrupt:
+            self.let_go()
+            print("crawlyx: stopped before the crawl started; nothing was fetched", file=sys.stderr)
+            sys.exit(0)
+
+    def check_options(self, args, opts):
         super().process_options(args, opts)
         # The settings as the crawler process will have them (the DNS resolver is the
         # add-on's); the add-on's other settings are below the project's, never in the way.

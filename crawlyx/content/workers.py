@@ -91,10 +91,13 @@ _board: Board | None = None  # this worker's pool's board
 
 
 def _start_worker(crawl_pid: int, board: Board | None = None) -> None:
-    """Pool initializer: below the crawl process's priority, gone when it is, on its
-    pool's board, and ready to read (the page-reading code imported before the first
-    page comes)."""
+    """Pool initializer: deaf to Ctrl-C, below the crawl process's priority, gone when
+    it is, on its pool's board, and ready to read (the page-reading code imported before
+    the first page comes)."""
     global _board
+    # A Ctrl-C in the terminal reaches the whole process group: the crawl process pauses
+    # the crawl, and the page a worker is reading is still wanted.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(10)
     threading.Thread(target=_exit_with, args=(crawl_pid,), daemon=True).start()
     if board is not None:

@@ -24,6 +24,7 @@ release.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from weakref import WeakKeyDictionary
 
@@ -66,7 +67,8 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
                 # that serves nothing; its pages' context through the crawl's.
                 self._pages_proxy = await self._proxy.start()
                 self.config.launch_options["proxy"] = await self._own_proxy.start()
-                await self._launch()  # the Playwright driver; the browser comes next
+                with _own_session():
+                    await self._launch()  # the Playwright driver; the browser comes next
                 self._started = True
         return await super()._download_request(request, spider)
 
@@ -81,3 +83,22 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
         await super().close()
         await self._proxy.close()
         await self._own_proxy.close()
+
+
+@contextlib.contextmanager
+def _own_session():
+    """Subprocesses started meanwhile (the Playwright driver, and so the browser it
+    launches) run in a session of their own. A terminal's Ctrl-C reaches the crawl's
+    whole process group: the driver would close the browser under the pages in flight
+    of a crawl that is pausing. The driver still ends with the crawl, however it ends:
+    it exits when its pipe from the crawl process closes."""
+    spawn = asyncio.create_subprocess_exec
+
+    def in_own_session(*args, **kwargs):
+        return spawn(*args, start_new_session=True, **kwargs)
+
+    asyncio.create_subprocess_exec = in_own_session
+    try:
+        yield
+    finally:
+        asyncio.create_subprocess_exec = spawn
