@@ -35,7 +35,9 @@ def analyze(
     """``title``, ``description``, ``lang``, ``canonical``, ``links`` (normalized in-scope
     URL -> (URL to fetch, fingerprint)), ``anchors`` (normalized in-scope URL -> its anchor
     text, for the links that have one), ``robots`` (name, content of robots meta tags:
-    ``robots`` and ``*bot``), ``shell`` (see :func:`is_shell`), ``markdown`` and its
+    ``robots`` and ``*bot``), ``frames`` (:func:`noscript_frames`: [normalized URL, URL to
+    fetch] of each table of contents the page loads in a noscript frame), ``shell`` (see
+    :func:`is_shell`), ``markdown`` and its
     ``blocks`` (:func:`crawlyx.content.boilerplate.block_keys`) of a page fetched from ``url``,
     the markdown's ``digest`` (:func:`digest`) and its ``signature``
     (:func:`crawlyx.urls.traps.content_signature`) if the URL has a pattern
@@ -47,20 +49,16 @@ def analyze(
     here: the crawl process is the one that cannot spread over cores."""
     doc = parse_document(page)
     data = {"title": None, "description": None, "lang": None, "canonical": None}
-    data.update(links={}, anchors={}, robots=[], shell=is_shell(doc, page))  # before pruning
+    data.update(links={}, anchors={}, robots=[], frames=[])
+    data["shell"] = is_shell(doc, page)  # before pruning
     if doc is not None:
         base = url
         for href in attribute_values(doc, "base", "href")[:1]:
             base = _join(url, href) or url
         data.update(_metadata(doc, url))
         data["links"], data["anchors"] = _links(doc, base, scope)
-        data["robots"] = [
-            (m.get("name", ""), m.get("content", ""))
-            for m in doc.iter("meta")
-            if m.get("name")
-            and m.get("content")
-            and ("robot" in m.get("name").lower() or m.get("name").lower().endswith("bot"))
-        ]
+        data["frames"] = noscript_frames(doc, base, scope)
+        data["robots"] = robots_meta(doc)
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
     data["blocks"] = block_keys(data["markdown"])
     data["digest"] = digest(data["markdown"])
@@ -136,6 +134,41 @@ def _visible_chars(root, limit: int) -> int:
             total += len(" ".join(el.text[:4096].split()))  # limits are far smaller
         stack.extend(el)
     return total
+
+
+def robots_meta(doc) -> list[tuple[str, str]]:
+    """(name, content) of the page's robots meta tags: ``robots`` and ``*bot``."""
+    return [
+        (m.get("name", ""), m.get("content", ""))
+        for m in doc.iter("meta")
+        if m.get("name")
+        and m.get("content")
+        and ("robot" in m.get("name").lower() or m.get("name").lower().endswith("bot"))
+    ]
+
+
+# The frames of a page read as link sources, at most (a site that puts a frame of its
+# own in every page's noscript gets no more fetched than this from a page).
+FRAMES_PER_PAGE = 4
+
+
+def noscript_frames(doc, base: str, scope: str | None) -> list[list[str]]:
+    """[normalized URL, URL to fetch] of each ``<iframe src>`` inside ``<noscript>`` on the
+    page's origin, in page order, at most :data:`FRAMES_PER_PAGE`: the table of contents a
+    documentation site draws with scripts offers itself there to readers without them
+    (mdBook's ``<noscript><iframe src="toc.html">``). An iframe outside noscript is
+    content (a video, a map, an ad), not navigation: not read. A page without noscript
+    costs nothing here (lxml knows a tag name the page does not use)."""
+    found: dict[str, str] = {}
+    frames = (f for n in doc.iter("noscript") for f in n.iter("iframe")) if scope else ()
+    for frame in frames:
+        src = frame.get("src")
+        link = _resolve(src, base, scope + "/") if src else None
+        if link is not None and link not in found:
+            found[link] = fetch_form(link, src.strip())
+            if len(found) == FRAMES_PER_PAGE:
+                break
+    return [[link, raw] for link, raw in found.items()]
 
 
 def _metadata(doc, url: str) -> dict:
