@@ -34,6 +34,8 @@ class Node:
     in_sitemap: bool = False  # listed in a sitemap of the site
     # The start page's first paragraph, for llms.txt's summary when it has no description.
     summary: str | None = None
+    # Tables of contents the page loads in a noscript frame (crawlyx.graph.outline).
+    frames: tuple[str, ...] = ()
 
 
 @dataclass
@@ -46,6 +48,9 @@ class Graph:
     # More edges were found than CRAWLYX_GRAPH_MAX_EDGES: the links are incomplete, and
     # the checks that need the whole graph (orphans, depth, in-links) are not made.
     truncated: bool = False
+    # page URL -> the entry a table of contents nests it under (crawlyx.graph.outline): the
+    # tree's first choice of parent.
+    outline: dict[str, str] = field(default_factory=dict)
 
     def node(self, url: str) -> Node:
         """The node of ``url``, made empty if the graph has none yet."""

@@ -1,11 +1,12 @@
 """The crawl's side of the link graph: what each component learns, sent to Redis in batches.
 
 The spider records each page it reads (out-links with anchor text, status, title,
-description, canonical, robots directives, depth, near-duplicate signature) and the
-pages a sitemap lists; the redirect middlewares every hop, followed or refused; the
-error log every failed or skipped URL's class; the markdown pipeline each page's
-content hash. Only URLs on the crawl's origin are recorded (links leaving the site are
-not part of the graph).
+description, canonical, robots directives, depth, near-duplicate signature, the tables
+of contents it loads in a noscript frame), the pages a sitemap lists, and once the
+outline of each such table (:mod:`crawlyx.graph.outline`); the redirect middlewares
+every hop, followed or refused; the error log every failed or skipped URL's class; the
+markdown pipeline each page's content hash. Only URLs on the crawl's origin are
+recorded (links leaving the site are not part of the graph).
 
 What a node says, as recorded: ``fetched``, the page was read (its item emitted, or
 kept out by a robots directive: then ``error`` is ``opted_out`` and ``robots`` holds the
@@ -110,6 +111,8 @@ class GraphRecorder:
                 pass
         if directives:
             fields["b"] = sorted(directives)
+        if page.get("frames"):  # tables of contents it loads in a noscript frame
+            fields["i"] = [frame for frame, _ in page["frames"]]
         summary = url == self.start and not page.get("description") and lede(page["markdown"])
         if summary:
             fields["u"] = summary
@@ -153,6 +156,24 @@ class GraphRecorder:
         reasons = response.meta.get("redirect_reasons", ())
         for source, target, reason in zip(chain, chain[1:], reasons, strict=False):
             self.hop(source, target, reason, response.meta.get("depth"))
+
+    def outline(self, frame: str) -> dict | None:
+        """The outline of the table of contents at ``frame`` (normalized) the job has
+        recorded (:meth:`GraphStore.set_outline`), or None: none yet, or Redis did not
+        answer. One call, the first time a process meets the table."""
+        try:
+            return self.store.outline(frame)
+        except REDIS_DOWN as exc:
+            outage(self.stats, "reading a table of contents", exc)
+            return None
+
+    def set_outline(self, frame: str, outline: dict) -> None:
+        """Record the outline read from the table of contents at ``frame``: once a crawl
+        (every process reads it from here), not in the batches."""
+        try:
+            self.store.set_outline(frame, outline)
+        except REDIS_DOWN as exc:
+            self._failed("recording a table of contents", exc, 1)
 
     def outcome(self, url: str, error_class=None, *, status=None, depth=None) -> None:
         """A URL's error class (a failed or skipped URL), status (an HTTP error's, or a

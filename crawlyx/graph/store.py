@@ -12,6 +12,8 @@ job's expiry and ``scrapy jobs --drop`` cover them)::
     crawlyx:{job}:graph:labels hash  id -> the first anchor text recorded for a link to it
     crawlyx:{job}:graph:nodes  hash  id -> what is known of the URL, compact JSON (FIELDS)
     crawlyx:{job}:graph:sigs   hash  id -> the page's near-duplicate signature (raw bytes)
+    crawlyx:{job}:graph:frames hash  URL of a table of contents a page loads in a noscript
+                                     frame -> its outline, JSON (crawlyx.graph.outline)
 
 Links are most of a graph, and most of their text is a site's navigation, the same
 anchor text on every page: a link whose text is its target's label is stored as one
@@ -33,6 +35,7 @@ import json
 import struct
 
 from crawlyx.graph.model import Graph, Node
+from crawlyx.graph.outline import apply_outlines
 from crawlyx.graph.walk import distances
 from crawlyx.urls.normalize import normalize_url
 
@@ -50,6 +53,7 @@ FIELDS = {
     "p": "depth",  # the smallest recorded
     "m": "in_sitemap",  # 1
     "u": "summary",  # the start page's only
+    "i": "frames",  # list of URLs: the tables of contents the page loads in a noscript frame
 }
 
 # KEYS: ids, meta, links, nodes, sigs, labels.
@@ -150,6 +154,7 @@ class GraphStore:
         self.keys = [state.key(f"graph:{name}") for name in names]
         self.ids_key, self.meta_key, self.links_key, self.nodes_key, self.sigs_key = self.keys[:5]
         self.labels_key = self.keys[5]
+        self.frames_key = state.key("graph:frames")
         self._record = self.client.register_script(_RECORD)
 
     def record(self, records: list[Record], client=None, core=None) -> tuple[int, bool] | None:
@@ -177,6 +182,17 @@ class GraphStore:
     def set_start(self, url: str) -> None:
         """The crawl's start URL after its redirects (the first process to know it sets it)."""
         self.client.hsetnx(self.meta_key, "start", url)
+
+    def set_outline(self, frame: str, outline: dict) -> None:
+        """The outline read from the table of contents at ``frame`` (normalized):
+        ``entries`` (see :func:`crawlyx.content.outline.read_outline`) and ``follow``
+        (whether its links are followed). Read once, shared by every process of the job."""
+        self.client.hset(self.frames_key, frame, json.dumps(outline, separators=(",", ":")))
+
+    def outline(self, frame: str) -> dict | None:
+        """The outline recorded for the table of contents at ``frame``, or None."""
+        raw = self.client.hget(self.frames_key, frame)
+        return json.loads(raw) if raw else None
 
     # -- loading ----------------------------------------------------------------------
 
@@ -211,6 +227,11 @@ class GraphStore:
                     for target, text in unpack(packed)
                     if target in urls
                 }
+        outlines = {
+            frame.decode(): json.loads(raw)["entries"] for frame, raw in self._scan(self.frames_key)
+        }
+        if outlines:
+            apply_outlines(graph, outlines)
         if not graph.truncated and graph.start in graph.nodes:
             depths = distances(graph)
             for url, node in graph.nodes.items():
@@ -224,7 +245,8 @@ class GraphStore:
 
     def memory(self) -> int:
         """Bytes Redis holds for the graph's keys (MEMORY USAGE, every element counted)."""
-        return sum(self.client.memory_usage(key, samples=0) or 0 for key in self.keys)
+        keys = [*self.keys, self.frames_key]
+        return sum(self.client.memory_usage(key, samples=0) or 0 for key in keys)
 
 
 def recorded(result) -> tuple[int, bool]:
@@ -248,6 +270,6 @@ def _apply(node: Node, data: dict) -> None:
             continue
         if name in ("fetched", "in_sitemap"):
             value = bool(value)
-        elif name == "robots":
+        elif name in ("robots", "frames"):
             value = tuple(value) if isinstance(value, list) else ()  # cjson: [] is {}
         setattr(node, name, value)

@@ -9,6 +9,11 @@ Rules (the same graph always gives the same tree, whatever order it was recorded
 * A page's parent is, among the pages one link closer to the start that link to it (or
   to a redirect leading to it), the first by :func:`crawlyx.graph.walk.url_key` (path,
   then whole URL). Every page has one place: shared parents and cycles end there.
+* Except where the site's own table of contents says otherwise
+  (:mod:`crawlyx.graph.outline`): a page it nests under another entry goes under that
+  entry's page, if the start reaches both and that page is not under this one (so a
+  chapter's last section stays under its chapter, though the next chapter's "previous"
+  link reaches it sooner).
 * Children are ordered by the same key.
 * Pages the start's links never reach (sitemap-only pages, and pages only they link to)
   are not dropped: they form further trees, in :attr:`Tree.unlinked`, each rooted at an
@@ -22,7 +27,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from crawlyx.graph.model import Graph
-from crawlyx.graph.walk import chain, distances, is_page, url_key
+from crawlyx.graph.walk import chain, distances, is_page, resolve, url_key
 
 OPT_OUT = ("noindex", "none", "noai")  # pages with these directives stay out of llms.txt
 
@@ -70,6 +75,7 @@ def build_tree(graph: Graph) -> Tree:
         for target in _targets(graph, source):
             if dist.get(target) == dist[source] + 1 and target not in parent:
                 parent[target] = source
+    _outline_parents(graph, dist, parent)
     nodes = {url: TreeNode(url) for url in pages}
     for url in pages:  # in key order: children come out sorted
         if url in parent:
@@ -77,6 +83,22 @@ def build_tree(graph: Graph) -> Tree:
     start = chain(graph, graph.start)[0][-1]
     root = nodes.get(start)
     return Tree(root, _unlinked(graph, [u for u in pages if u not in dist], nodes))
+
+
+def _outline_parents(graph: Graph, dist: dict[str, int], parent: dict[str, str]) -> None:
+    """Move each page a table of contents nests under another entry (``graph.outline``)
+    under that entry's page, unless that page is in its subtree."""
+    for entry, source in sorted(graph.outline.items(), key=lambda item: url_key(item[0])):
+        target = resolve(graph, entry)
+        if target is None or target not in dist or source not in dist:
+            continue
+        if not is_page(graph.nodes.get(target)) or parent.get(target) == source:
+            continue
+        above = source
+        while above is not None and above != target:
+            above = parent.get(above)
+        if above is None:  # the walk up from the entry's page reached the root
+            parent[target] = source
 
 
 def _unlinked(graph: Graph, left: list[str], nodes: dict[str, TreeNode]) -> list[TreeNode]:
