@@ -7,6 +7,7 @@ middlewares.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import UTC, datetime
 from functools import cached_property
 from itertools import islice
@@ -15,9 +16,11 @@ from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.python.failure import Failure
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
+from crawlyx.content.outline import read_outline
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify, describe
@@ -51,6 +54,7 @@ class SiteSpider(Spider):
         self.browser_meta: dict = {}
         self.quota: PageQuota | None = None
         self.start_failure: tuple[str, str] | None = None  # (class, detail)
+        self.frames_met: set[str] = set()  # tables of contents in noscript frames, read or not
 
     @classmethod
     def check_arguments(cls, arguments: dict) -> None:
@@ -211,6 +215,9 @@ class SiteSpider(Spider):
         if not browser and self._wants_render(response, page, directives):
             yield self._render_request(response, depth, referrer)
             return
+        if page.get("frames") and self._follows(depth, directives):
+            for request in await self._frame_requests(page["frames"], url, depth):
+                yield request
         kind = "browser" if browser else "http"
         if browser:
             self.crawler.stats.inc_value("crawlyx/render/rendered")
@@ -221,8 +228,7 @@ class SiteSpider(Spider):
 
     def _emit(self, request, url, depth, referrer, page, directives, facts, kind):
         """Follow a read page's links and emit its item, within the crawl's limits."""
-        follow = self.args.max_depth is None or depth < self.args.max_depth
-        if follow and not (self.opt_out.nofollow and "nofollow" in directives):
+        if self._follows(depth, directives):
             yield from self._follow(page, depth + 1, url, request.meta.get(HOPS_META, 0))
         refused = self.opt_out.refused(directives)
         if refused:
@@ -249,6 +255,12 @@ class SiteSpider(Spider):
             # closes (raising here would cancel this very item in the pipelines).
             self.closing = True
 
+    def _follows(self, depth: int, directives: set[str]) -> bool:
+        """The links of a page read at ``depth`` with robots ``directives`` are followed."""
+        if self.args.max_depth is not None and depth >= self.args.max_depth:
+            return False
+        return not (self.opt_out.nofollow and "nofollow" in directives)
+
     def _page_slot(self) -> tuple[bool, bool]:
         """A slot of max_pages for a page: (it fits, no slot is left for this process)."""
         if self.args.max_pages is None:
@@ -269,7 +281,16 @@ class SiteSpider(Spider):
     def _follow(self, page: dict, depth: int, referrer: str, hops=0):
         """Offer the links of the page at ``referrer`` that the trap rules let through,
         reached along its URL pattern after ``hops`` pages (crawlyx/urls/traps.py)."""
-        links, seen, offered, skipped = page["links"], self.visited, {}, 0
+        offered = self._offered(page["links"])
+        state, signature = self.parts.state, page.get("signature")
+        chain = self.pattern_traps.page(state, referrer, signature, hops, offered)
+        yield from self._requests(offered, depth, referrer, chain)
+
+    def _offered(self, links: dict) -> dict:
+        """Of ``links`` (normalized URL -> (URL to fetch, fingerprint)), those to offer
+        the scheduler: in the crawl (allow/deny, a refresh run's due), not known to this
+        process already."""
+        seen, offered, skipped = self.visited, {}, 0
         new = self.recrawl.new(list(links))  # a refresh run fetches known pages when due
         for link, (raw, fp) in links.items():
             if link not in new or not self.scope.allowed(link):
@@ -281,16 +302,102 @@ class SiteSpider(Spider):
                 continue
             offered[link] = raw, fp
         self.crawler.stats.inc_value("crawlyx/frontier/duplicates", skipped)
-        state, signature = self.parts.state, page.get("signature")
-        chain = self.pattern_traps.page(state, referrer, signature, hops, offered)
+        return offered
+
+    def _requests(self, offered: dict, depth: int, referrer: str, chain=None):
+        """Requests for the ``offered`` links of the page at ``referrer``, but for those
+        the trap rules refuse (recorded)."""
         for link, (raw, fp) in offered.items():
             trap = self.scope.traps.reason(link) or self.pattern_traps.reason(link, chain)
             if trap is not None:
-                seen.remember(fp)  # reported once, not from every page linking it
+                self.visited.remember(fp)  # reported once, not from every page linking it
                 self.errors.record(link, "trap", trap, referrer)
                 continue
             meta = self.pattern_traps.meta(link, chain)
             yield self._request(raw, depth=depth, referrer=referrer, meta=meta)
+
+    # -- tables of contents in a noscript frame (see crawlyx/graph/outline.py) ---------------
+    #
+    # A page's <noscript><iframe src> on the crawl's origin is its table of contents, as
+    # mdBook offers it to readers without scripts; an iframe outside noscript is content,
+    # not navigation, and is not read. The table is one document shared by every page:
+    # each process reads it once (not at all when another process or run of the job
+    # has recorded its outline), the first time a page it reads embeds it, and follows
+    # its entries from there: a top-level entry as a link of that page, a nested one
+    # as a link of its parent entry's page, one hop further (the graph's model). It is
+    # fetched outside the frontier (the downloader middlewares apply: robots.txt,
+    # politeness, redirects held to the scope), never emitted, never a page of the
+    # graph. Its failure is recorded in the error log under its URL.
+
+    async def _frame_requests(self, frames: list, url: str, depth: int) -> list[Request]:
+        """Requests for the entries of the tables of contents the page at ``url`` loads
+        in noscript ``frames`` ([URL, URL to fetch]) that this process has not met yet."""
+        requests = []
+        for frame, raw in frames:
+            if frame in self.frames_met:
+                continue
+            if len(self.frames_met) >= MAX_FRAMES:
+                self.crawler.stats.inc_value("crawlyx/frames/capped")
+                continue
+            self.frames_met.add(frame)
+            outline = self.graph.outline(frame) if self.graph is not None else None
+            if outline is None:
+                outline = await self._read_frame(frame, raw, url)
+            if outline is not None and outline["follow"]:
+                requests += self._outline_requests(outline["entries"], depth, url)
+        return requests
+
+    async def _read_frame(self, frame: str, raw: str, referrer: str) -> dict | None:
+        """The outline of the table of contents at ``frame``, fetched and read (and
+        recorded in the graph); None if it failed (recorded in the error log)."""
+        stats = self.crawler.stats
+        request = Request(raw, meta={"crawlyx_referrer": referrer}, dont_filter=True)
+        try:
+            response = await self.crawler.engine.download_async(request)
+            if response.status >= 300:
+                raise HttpError(response, "Ignoring non-200 response")
+        except Exception as exc:
+            failure = Failure(exc)
+            status = getattr(getattr(exc, "response", None), "status", None)
+            self.errors.record(frame, classify(failure), describe(failure), referrer, status=status)
+            stats.inc_value("crawlyx/frames/failed")
+            return None
+        if not isinstance(response, HtmlResponse):
+            stats.inc_value("crawlyx/frames/not_html")
+            return None
+        try:
+            read = await self.workers.run(
+                read_outline, response.text, response.url, self.scope.origin,
+                timeout=self.workers.timeout,
+            )  # fmt: skip
+        except Exception as exc:
+            error_class = "read_timeout" if isinstance(exc, ReadTimeout) else "parse"
+            self.errors.record(frame, error_class, f"{type(exc).__name__}: {exc}", referrer)
+            stats.inc_value("crawlyx/frames/failed")
+            return None
+        directives = self.opt_out.directives(response.headers, read["robots"])
+        follow = not (self.opt_out.nofollow and "nofollow" in directives)
+        outline = {"entries": read["entries"][: self.max_links], "follow": follow}
+        if self.graph is not None:
+            self.graph.set_outline(frame, outline)
+        stats.inc_value("crawlyx/frames/read")
+        stats.inc_value("crawlyx/frames/entries", len(outline["entries"]))
+        return outline
+
+    def _outline_requests(self, entries: list, depth: int, url: str) -> list[Request]:
+        """Requests for a table's ``entries``, met on the page at ``url`` read at
+        ``depth``: a top-level entry one hop from it, a nested one a hop from its parent
+        entry (within max_depth)."""
+        levels: dict[str, int] = {}
+        groups: dict[tuple[int, str], dict] = defaultdict(dict)  # (depth, referrer) -> links
+        for link, raw, fp, parent, _ in entries:
+            level = levels[link] = levels.get(parent, depth) + 1
+            groups[level, parent or url][link] = raw, fp
+        requests = []
+        for (level, referrer), links in groups.items():
+            if self.args.max_depth is None or level <= self.args.max_depth:
+                requests += self._requests(self._offered(links), level, referrer)
+        return requests
 
     def _item(self, url, depth, referrer, page, facts, kind, changed) -> PageItem:
         return PageItem(
@@ -488,6 +595,11 @@ def _render_failure(failure, request) -> bool:
     if failure.check(HttpError):
         return render.HTTP_PAGE_META in request.meta
     return not failure.check(IgnoreRequest, CrawlyxIgnore)
+
+
+# Tables of contents in noscript frames a process reads at most (a site whose pages each
+# load a frame of their own gets no fetch per page).
+MAX_FRAMES = 16
 
 
 def max_links(settings) -> int:
