@@ -284,10 +284,10 @@ class Server(ThreadingHTTPServer):
 
 class Serving:
     """``handler`` served on a free port of 127.0.0.1 from a background thread, for the
-    life of a ``with`` block; ``base`` is its URL."""
+    life of a ``with`` block (on ``port``, or a free one); ``base`` is its URL."""
 
-    def __init__(self, handler):
-        self.httpd = Server(("127.0.0.1", 0), handler)
+    def __init__(self, handler, port: int = 0):
+        self.httpd = Server(("127.0.0.1", port), handler)
         self.port = self.httpd.server_address[1]
         self.base = f"http://127.0.0.1:{self.port}"
 

@@ -23,7 +23,7 @@ from tests.site import QuietHandler, Serving
 class RobotsSite(Serving):
     """Pages /, /a, /b, /private/c; robots.txt as the test says."""
 
-    def __init__(self, robots):
+    def __init__(self, robots, port: int = 0):
         self.robots = robots  # handler(self_handler) -> None, writes the robots.txt response
         self.counts: Counter[str] = Counter()
         self.times: list[tuple[str, float]] = []  # (path, when it was asked)
@@ -42,7 +42,10 @@ class RobotsSite(Serving):
                     return self.reply(200, f"<title>{self.path}</title><p>page</p>".encode())
                 return self.reply(404)
 
-        super().__init__(Handler)
+        super().__init__(Handler, port)
+
+
+RULES = "User-agent: *\nDisallow: /private/\n"
 
 
 def fetched(site) -> set[str]:
@@ -145,16 +148,29 @@ def test_pages_given_up_on_are_crawled_by_the_next_run(crawl, redis_client, tmp_
     assert redis_client.llen(f"crawlyx:{job}:parked") == 0
 
 
-def test_a_start_host_refusing_connections_fails_the_crawl(crawl):
-    start = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
-    result = crawl(f"start={start}", "sitemap=0", settings={"CRAWLYX_ROBOTS_RETRY_FOR": 1})
+def test_a_start_host_refusing_connections_fails_the_crawl_at_once(crawl, tmp_path):
+    port = free_port()  # nothing listens there yet
+    start = f"http://127.0.0.1:{port}/"
+    job = f"dead-host-{tmp_path.name}"
+    # The default robots.txt retry window (two minutes) is not waited out: there was
+    # never a site to come back.
+    result = crawl(f"start={start}", "sitemap=0", f"job={job}", timeout=60)
     assert result.returncode == 1
     assert result.items == []
-    assert result.stat("crawlyx/error/robots_unavailable") == "1"
-    assert result.stat("crawlyx/error/robots_disallowed") is None
-    assert result.stat("crawlyx/start_failed") == "'robots_unavailable'"
-    assert f"nothing crawled, the start URL failed: {start} (robots_unavailable)" in result.log
-    assert "could not be reached (connection: Connection was refused" in result.log
+    assert result.stat("crawlyx/error/connection") == "1"
+    assert result.stat("crawlyx/error/robots_unavailable") is None
+    assert result.stat("crawlyx/start_failed") == "'connection'"
+    assert f"nothing crawled, the start URL failed: {start} (connection)" in result.log
+    assert f"http://127.0.0.1:{port} could not be reached (connection: Connection was" in (
+        result.log
+    )
+    assert "its pages wait" not in result.log
+
+    # The start page was not fetched, so not done: once the host is up, the job crawls.
+    with RobotsSite(body(RULES), port=port):
+        again = crawl(f"start={start}", "sitemap=0", f"job={job}")
+    assert again.returncode == 0, again.log[-3000:]
+    assert sorted(again.urls) == [start, start + "a", start + "b"]
 
 
 def test_huge_robots_is_read_up_to_500_kib(crawl):

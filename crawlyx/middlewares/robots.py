@@ -16,6 +16,12 @@ spider leaves its page queued for the job's next run instead of marking it done.
 process sees an outage afresh: an unreachable answer stored by an earlier run (or another
 process) is asked again, not waited on.
 
+Except for a site that never answered: when the start URL's own host does not resolve or
+refuses connections while the start page waits (nothing of the site fetched yet), there is
+no outage to ride out but a mistyped or dead host. The start page fails at once with
+:class:`HostUnreachable` (class ``dns`` or ``connection``), left queued like any page
+waiting for robots.txt, and the crawl ends saying so.
+
 One process of the job fetches an origin's robots.txt at a time (:class:`FetchLock`); the
 others wait for the answer it stores.
 
@@ -69,17 +75,32 @@ class RobotsUnavailable(CrawlyxIgnore, IgnoreRequest):
     error_class = "robots_unavailable"
 
 
+class HostUnreachable(RobotsUnavailable):
+    """The start URL's host does not resolve (``dns``) or refuses connections
+    (``connection``), and nothing of the site was fetched yet."""
+
+    def __init__(self, message: str, error_class: str):
+        super().__init__(message)
+        self.error_class = error_class
+
+
+# Why a host may never have been there at all (the classes of crawlyx.errors.classify).
+NO_HOST = ("dns", "connection")
+
+
 class Robots:
     """One origin's rules, or the news that its robots.txt is unreachable (``failures``:
-    unreachable answers in a row, this one included; ``reason``: why)."""
+    unreachable answers in a row, this one included; ``reason``: why; ``error``: the
+    class of the network error, if there was one)."""
 
-    def __init__(self, status: int, body: str, fetched_at: float, failures=0, reason=""):
+    def __init__(self, status: int, body: str, fetched_at: float, failures=0, reason="", error=""):
         self.status = status
         self.fetched_at = fetched_at
         self.body = body if 200 <= status < 300 else ""
         self.parser = Protego.parse(self.body) if 200 <= status < 300 else None
         self.failures = failures if self.unreachable else 0
         self.reason = reason
+        self.error = error
 
     @property
     def unreachable(self) -> bool:
@@ -115,6 +136,7 @@ class Robots:
                 "body": self.body,
                 "failures": self.failures,
                 "reason": self.reason,
+                "error": self.error,
             }
         )
 
@@ -173,6 +195,7 @@ class RobotsMiddleware:
         self._pending: dict[str, asyncio.Future] = {}
         # origin -> when this process found its robots.txt unreachable, until it answers.
         self._down_since: dict[str, float] = {}
+        self._start_origins: set[str] = set()  # origins of start pages seen here
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -182,7 +205,12 @@ class RobotsMiddleware:
         if request.meta.get("dont_obey_robotstxt"):
             return None
         origin = url_origin(request.url)
+        start = request.meta.get("crawlyx_anchor")
+        if start:
+            self._start_origins.add(origin)
         robots = await self.robots_for(origin)
+        if start and robots.unreachable and robots.error in NO_HOST:
+            raise HostUnreachable(robots.reason, robots.error)
         while robots.unreachable:
             now = time.time()
             waited = now - self._down_since.get(origin, now)
@@ -267,11 +295,12 @@ class RobotsMiddleware:
                         robots.failures = 1
                         if stored is not None and origin in self._down_since:
                             robots.failures += stored.failures
-                        logger.warning(
-                            "%s: its pages wait; asking again in %.0f s",
-                            robots.reason,
-                            robots.retry_in,
-                        )
+                        if robots.error not in NO_HOST or origin not in self._start_origins:
+                            logger.warning(  # (a start page's failure says it otherwise)
+                                "%s: its pages wait; asking again in %.0f s",
+                                robots.reason,
+                                robots.retry_in,
+                            )
                     redis.set(key, robots.record(), ex=FRESH_FOR)
                 except REDIS_DOWN as exc:  # this process has the rules, the others wait
                     outage(self.crawler.stats, f"storing robots.txt of {origin}", exc)
@@ -300,8 +329,9 @@ class RobotsMiddleware:
             return Robots(410, "", time.time())
         except Exception as exc:
             stats.inc_value("crawlyx/robots/unavailable")
-            reason = f"{origin} could not be reached ({classify(Failure(exc))}: {exc})"
-            return Robots(0, "", time.time(), reason=reason)
+            error = classify(Failure(exc))
+            reason = f"{origin} could not be reached ({error}: {exc})"
+            return Robots(0, "", time.time(), reason=reason, error=error)
         stats.inc_value(f"crawlyx/robots/status/{response.status}")
         body = response.body[:ROBOTS_MAX_BYTES].decode("utf-8", "replace")
         reason = f"robots.txt of {origin} answered {response.status}"
@@ -324,4 +354,5 @@ def cached_robots(state, origin: str) -> Robots | None:
         record["at"],
         record.get("failures", 0),
         record.get("reason", ""),
+        record.get("error", ""),
     )
