@@ -187,6 +187,49 @@ def test_a_named_job_runs_again_only_when_there_is_something_to_do(tmp_path, red
     assert listed(redis_url, tmp_path)[job]["state"] == "finished"
 
 
+def test_pages_agree_with_the_output_after_forced_stops(tmp_path, redis_url):
+    settings = {"CRAWLYX_REDIS_URL": redis_url, **SLOW_HOST}
+    job = f"forced-{tmp_path.name}"[:100]
+    out = tmp_path / "pages.jsonl"  # -o: every run appends to it
+
+    def started(site, fetches):
+        command = crawl_command(out, f"start={start_url(site)}", f"job={job}", settings=settings)
+        proc = subprocess.Popen(command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while sum(site.counts.values()) < fetches and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return proc
+
+    with SiteServer(generated=120, latency=0.1) as site:
+        # Killed outright mid-crawl, twice: nothing runs on the way out.
+        for fetches in (20, 45):
+            proc = started(site, fetches)
+            proc.kill()
+            proc.wait(30)
+        # Ctrl-C twice: the second stops it at once.
+        proc = started(site, 70)
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+        stopped = listed(redis_url, tmp_path)[job]
+        assert stopped["state"] == "paused"
+        # Then it runs to the end.
+        final = subprocess.run(
+            crawl_command(out, f"start={start_url(site)}", f"job={job}", settings=settings),
+            cwd=tmp_path, env=crawl_env(), capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert final.returncode == 0, final.stderr[-2000:]
+    urls = [item["url"] for item in read_items(out)]
+    assert set(urls) == site.expected_pages()
+    assert len(urls) == len(set(urls)), "a page was written twice"
+    # What scrapy jobs says the job emitted is what its output holds.
+    ended = listed(redis_url, tmp_path)[job]
+    assert ended["state"] == "finished"
+    assert ended["pages"] == len(urls) > stopped["pages"]
+    table = {line.split()[0]: line.split() for line in scrapy_jobs(redis_url).stdout.splitlines()}
+    assert table[job][1:3] == ["finished", str(len(urls))]
+
+
 def test_drop_refuses_a_bad_name(tmp_path, redis_url, redis_client):
     redis_client.set("crawlyx:_breadth:keep", 1)
     out = scrapy_jobs(redis_url, "--drop", "_breadth", cwd=tmp_path)

@@ -22,8 +22,10 @@ unnamed job resumed by name still expires. A process killed outright sets no exp
 the job's keys stay until it is resumed or dropped.
 
 Each job has a record, ``crawlyx:{job}:job`` (a hash): the start URL, when it was
-created and last run, whether it expires, the pages emitted (each run adds its own
-when it stops) and why its last run stopped. ``scrapy jobs`` lists the records with
+created and last run, whether it expires, the pages emitted (each counted as it is
+marked done, in the same script: :mod:`crawlyx.frontier.visited`, so a run killed
+outright or stopped at once counts what it wrote, and its next run what it wrote last)
+and why its last run stopped. ``scrapy jobs`` lists the records with
 the job's state, read from the frontier itself: *running* while a live process holds a
 heartbeat, *paused* while anything is left to fetch (queued, parked, or leased by a
 process that is gone), *finished* otherwise.
@@ -41,14 +43,13 @@ from scrapy import signals
 
 from crawlyx.arguments import JOB_NAME
 from crawlyx.frontier.state import KEY_PREFIX, REDIS_DOWN, State, outage
-from crawlyx.frontier.visited import VisitedTable, gone
+from crawlyx.frontier.visited import RECORD, VisitedTable, gone
 from crawlyx.log import SHOWN
 from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
 
-RECORD = "job"  # crawlyx:{job}:job
 DAY = 86400
 
 
@@ -110,10 +111,8 @@ class JobRun:
         try:
             state = crawl_parts(self.crawler).state
             record = state.key(RECORD)
-            pipe = state.client.pipeline()
-            pipe.hincrby(record, "pages", self.crawler.stats.get_value("item_scraped_count", 0))
-            pipe.hset(record, mapping={"last_run": _now(), "last_stop": reason})
-            pipe.execute()
+            # Its pages counted as they were done (crawlyx.frontier.visited).
+            state.client.hset(record, mapping={"last_run": _now(), "last_stop": reason})
         except REDIS_DOWN as exc:
             outage(self.crawler.stats, "recording the job", exc)
         if reason == "shutdown":  # the first Ctrl-C or SIGTERM: what was in flight is done

@@ -34,6 +34,11 @@ fp + payload), ``leases`` (hash fp -> owner|payload), ``owner:{id}`` (a heartbea
 with a TTL: a lease whose owner key has expired belongs to a dead process), ``parked``
 (list of fp + payload: queued requests left for the job's next run), ``redirects``
 (hash fp -> target fp + URL: the hops of chains that ended on a page already known).
+
+The job's record (``job``, see :mod:`crawlyx.frontier.jobs`) counts the pages the job
+emitted (``pages``): a page whose item was written counts in the same script that marks
+it done, so the count is what the job's outputs hold whatever way its runs stopped (a
+kill, a second Ctrl-C), with no round trip of its own.
 """
 
 from __future__ import annotations
@@ -56,22 +61,26 @@ NO_FP = b"-" * FP_LEN  # a request outside the visited table (dont_filter, no le
 
 QUEUED, LEASED, DONE = b"q", b"l", b"d"
 
+RECORD = "job"  # crawlyx:{job}:job, the job's record: its ``pages`` are counted here
+WRITTEN = "+"  # after a done fp: its page's item was written (it counts in ``pages``)
+
 # The request.meta key that carries the fingerprint a request holds the lease of.
 LEASE_META = "crawlyx_lease"
 
 # One round trip does all this process has pending: claims and pushes, finished leases,
 # and popping what to fetch next.
-# KEYS: visited, queue, leases, redirects.
+# KEYS: visited, queue, leases, redirects, the job's record.
 # ARGV: owner, pops (how many to pop), hops (the longest redirect loop looked for), dones
-#   (how many fps follow), the done fps, then triples: "c" (claim: none -> queued, pushed
-#   only by the winner) or "p" (push: a request outside the table, or leased -> queued
-#   by the lease's owner), fp, message; or "h", fp, target fp + URL: a hop of a redirect
-#   chain (fp, at URL, redirected to target fp) whose last target is the claim just
-#   before. Claims and pushes go on the queue in order, before anything is popped.
-#   A chain's hops are recorded only if that claim was lost (the chain ended on a page
-#   already known); a hop that closes a loop of recorded hops returns the loop's URLs and
-#   keeps its page's lease, which is not released even if it is among the done fps.
-#   A done fp another process holds the lease of now is left alone.
+#   (how many fps follow), the done fps (followed by '+' when the page's item was written:
+#   the first time it is done, it counts in the record's pages), then triples: "c" (claim:
+#   none -> queued, pushed only by the winner) or "p" (push: a request outside the table,
+#   or leased -> queued by the lease's owner), fp, message; or "h", fp, target fp + URL: a
+#   hop of a redirect chain (fp, at URL, redirected to target fp) whose last target is the
+#   claim just before. Claims and pushes go on the queue in order, before anything is
+#   popped. A chain's hops are recorded only if that claim was lost (the chain ended on a
+#   page already known); a hop that closes a loop of recorded hops returns the loop's URLs
+#   and keeps its page's lease, which is not released even if it is among the done fps. A
+#   done fp another process holds the lease of now is left alone.
 # Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped
 #   messages, loops (the URLs of each, from the page of the hop that closed it)}.
 _SYNC = """
@@ -117,15 +126,23 @@ for i = 5 + dones, #ARGV, 3 do
     won[#won + 1], lost = 0, true
   end
 end
+local written = 0
 for i = 5, 4 + dones do
-  local lease = redis.call('HGET', KEYS[3], ARGV[i])
-  if kept[ARGV[i]] or (lease and string.sub(lease, 1, #mine) ~= mine) then
+  local fp = string.sub(ARGV[i], 1, 40)
+  local lease = redis.call('HGET', KEYS[3], fp)
+  if kept[fp] or (lease and string.sub(lease, 1, #mine) ~= mine) then
     -- kept for its loop, or another process's now: this one was taken for dead
     released[#released + 1] = 0
   else
-    redis.call('HSET', KEYS[1], ARGV[i], 'd')
-    released[#released + 1] = redis.call('HDEL', KEYS[3], ARGV[i])
+    if #ARGV[i] > 40 and redis.call('HGET', KEYS[1], fp) ~= 'd' then
+      written = written + 1
+    end
+    redis.call('HSET', KEYS[1], fp, 'd')
+    released[#released + 1] = redis.call('HDEL', KEYS[3], fp)
   end
+end
+if written > 0 then
+  redis.call('HINCRBY', KEYS[5], 'pages', written)
 end
 local pops = tonumber(ARGV[2])
 while #popped < pops do
@@ -175,9 +192,9 @@ redis.call('RPUSH', KEYS[2], ARGV[1] .. string.sub(value, bar + 1))
 return 1
 """
 
-# KEYS: visited, leases. ARGV: fps of pages whose items are in the output already.
-# Those still queued or leased are done (a queue entry left behind is dropped when
-# popped); returns how many.
+# KEYS: visited, leases, the job's record. ARGV: fps of pages whose items are in the
+# output already. Those still queued or leased are done (a queue entry left behind is
+# dropped when popped), and count in the record's pages; returns how many.
 _WRITTEN = """
 local n = 0
 for i = 1, #ARGV do
@@ -187,6 +204,9 @@ for i = 1, #ARGV do
     redis.call('HDEL', KEYS[2], ARGV[i])
     n = n + 1
   end
+end
+if n > 0 then
+  redis.call('HINCRBY', KEYS[3], 'pages', n)
 end
 return n
 """
@@ -236,6 +256,7 @@ class VisitedTable:
         self.leases_key = state.key("leases")
         self.parked_key = state.key("parked")
         self.redirects_key = state.key("redirects")
+        self.record_key = state.key(RECORD)
         self.loop_hops = loop_hops  # the longest redirect loop across fetches looked for
         self.owner_prefix = state.key("owner:")
         self._sync = self.redis.register_script(_SYNC)
@@ -354,7 +375,13 @@ class VisitedTable:
 
     @property
     def _keys(self) -> list[str]:
-        return [self.visited_key, self.queue_key, self.leases_key, self.redirects_key]
+        return [
+            self.visited_key,
+            self.queue_key,
+            self.leases_key,
+            self.redirects_key,
+            self.record_key,
+        ]
 
     def _count(self, pending: list[bytes], won: list[int]) -> None:
         claims = pending[::3].count(b"c")
@@ -377,12 +404,13 @@ class VisitedTable:
         if self.core is not None:
             self.core.wake(now=True)
 
-    def done_later(self, fp: str) -> None:
-        """leased -> done, with the next batch (after every claim already pending). A
+    def done_later(self, fp: str, written: bool = False) -> None:
+        """leased -> done, with the next batch (after every claim already pending);
+        ``written``: the page's item was written, and counts in the job's pages. A
         process killed before it is sent leaves the page queued, unless its item was
         written (see crawlyx.feeds)."""
         self.held.discard(fp)
-        self._dones.append(fp)
+        self._dones.append(fp + WRITTEN if written else fp)
         self._wake()
 
     @property
@@ -445,12 +473,13 @@ class VisitedTable:
             popped.append((fp, message[FP_LEN:]))
         return popped
 
-    def done(self, fp: str) -> bool:
-        """leased -> done. True if this call released a lease. With Redis unreachable,
-        sent with the next round trip (False now)."""
+    def done(self, fp: str, written: bool = False) -> bool:
+        """leased -> done (``written``: see :meth:`done_later`). True if this call
+        released a lease. With Redis unreachable, sent with the next round trip (False
+        now)."""
         self.held.discard(fp)
         try:
-            return bool(self.sync(done=(fp,))[1][0])
+            return bool(self.sync(done=(fp + WRITTEN if written else fp,))[1][0])
         except REDIS_DOWN as exc:
             outage(self.stats, "finishing a lease", exc)
             return False
@@ -461,15 +490,16 @@ class VisitedTable:
         if fp is not None:
             self.finish(fp)
 
-    def finish(self, fp: str) -> None:
-        """leased -> done: with the core's next batch in a crawl, now without one. A
-        lease lost in a stall is another process's: nothing to do."""
+    def finish(self, fp: str, written: bool = False) -> None:
+        """leased -> done: with the core's next batch in a crawl, now without one
+        (``written``: the page's item was written). A lease lost in a stall is another
+        process's: nothing to do."""
         if fp in self.lost:
             self.lost.discard(fp)
         elif self.core is not None:
-            self.done_later(fp)
+            self.done_later(fp, written)
         else:
-            self.done(fp)
+            self.done(fp, written)
 
     def unlease(self, request) -> None:
         """Give the request's lease back unfinished: it will be fetched again."""
@@ -508,7 +538,8 @@ class VisitedTable:
         if not fps:
             return 0
         self._quiet()
-        return int(self._written(keys=[self.visited_key, self.leases_key], args=fps))
+        keys = [self.visited_key, self.leases_key, self.record_key]
+        return int(self._written(keys=keys, args=fps))
 
     def unpark(self) -> int:
         """Put the requests earlier runs parked back on the queue; returns how many."""

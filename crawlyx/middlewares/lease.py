@@ -40,7 +40,8 @@ class LeaseMiddleware:
         self.crawler = crawler
         # id(item) -> the lease it carries, until the item is written, dropped or failed.
         self._carried: dict[int, str] = {}
-        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+        crawler.signals.connect(self._item_written, signal=signals.item_scraped)
+        for signal in (signals.item_dropped, signals.item_error):
             crawler.signals.connect(self._item_out, signal=signal)
 
     @classmethod
@@ -89,10 +90,14 @@ class LeaseMiddleware:
         """The lease ``item`` carries, until it is written, dropped or failed."""
         return self._carried.get(id(item))
 
-    def _item_out(self, item, **kwargs):
+    def _item_written(self, item, **kwargs):
+        """Its page is done and counts in the job's pages, in one step."""
+        self._item_out(item, written=True)
+
+    def _item_out(self, item, written=False, **kwargs):
         fp = self._carried.pop(id(item), None)
         if fp is not None:
-            crawl_parts(self.crawler).visited.finish(fp)
+            crawl_parts(self.crawler).visited.finish(fp, written)
 
 
 def errback_output(crawler, request, result):
