@@ -84,10 +84,12 @@ def check_redis_url(settings) -> None:
 
 def check_redis_reachable(settings) -> None:
     """ValueError unless the Redis of CRAWLYX_REDIS_URL answers, asked once (the crawl
-    itself rides out a Redis that goes away later). The embedded server is not asked:
-    the crawl starts it."""
+    itself rides out a Redis that goes away later). The embedded server is not asked (the
+    crawl starts it, while it builds its components), but the directory it would keep its
+    data and locks in must be one it can write."""
     url = settings.get("CRAWLYX_REDIS_URL") or ""
     if not url:
+        check_data_dir(settings)
         return
     import redis
     from redis.backoff import NoBackoff
@@ -106,3 +108,16 @@ def check_redis_reachable(settings) -> None:
         raise ValueError(f"cannot reach Redis at {where}: {exc}") from None
     finally:
         client.close()
+
+
+def check_data_dir(settings) -> None:
+    """ValueError unless CRAWLYX_DATA_DIR can hold the embedded Redis, and no other process
+    has been starting or stopping it for long (that wait is done here, before the crawl)."""
+    from crawlyx.frontier.state import EmbeddedRedis
+
+    embedded = EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
+    try:
+        embedded.check_dir()
+        embedded.wait_unlocked()
+    except RuntimeError as exc:
+        raise ValueError(str(exc)) from None

@@ -312,6 +312,14 @@ def test_blocks_repeated_across_the_site_are_dropped(crawl):
         ({"CRAWLYX_GRAPH_ENABLED": "maybe"}, "CRAWLYX_GRAPH_ENABLED (maybe) must be true or"),
         ({"CRAWLYX_REDIS_URL": "redis+x://127.0.0.1:1/0"}, "CRAWLYX_REDIS_URL (redis+x://"),
         ({"CRAWLYX_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"}, "cannot reach Redis at"),
+        (  # the embedded Redis's directory
+            {"CRAWLYX_REDIS_URL": "", "CRAWLYX_DATA_DIR": "/proc/nope"},
+            "crawlyx: CRAWLYX_DATA_DIR (/proc/nope) cannot hold the embedded Redis: No such file",
+        ),
+        (
+            {"CRAWLYX_REDIS_URL": "", "CRAWLYX_DATA_DIR": "/dev/null"},
+            "CRAWLYX_DATA_DIR (/dev/null) cannot hold the embedded Redis: not a directory; give",
+        ),
     ],
 )
 def test_bad_settings_stop_the_crawl_with_one_line(site, crawl, setting, named):

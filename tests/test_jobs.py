@@ -230,6 +230,15 @@ def test_pages_agree_with_the_output_after_forced_stops(tmp_path, redis_url):
     assert table[job][1:3] == ["finished", str(len(urls))]
 
 
+def test_an_unusable_data_directory_is_one_line(tmp_path):
+    listed = scrapy_jobs("", "-s", "CRAWLYX_DATA_DIR=/dev/null", cwd=tmp_path)
+    assert listed.returncode == 1
+    assert listed.stderr == (
+        "crawlyx: jobs: CRAWLYX_DATA_DIR (/dev/null) cannot hold the embedded Redis: not a "
+        "directory; give a directory this user may write, or set CRAWLYX_REDIS_URL\n"
+    )
+
+
 def test_drop_refuses_a_bad_name(tmp_path, redis_url, redis_client):
     redis_client.set("crawlyx:_breadth:keep", 1)
     out = scrapy_jobs(redis_url, "--drop", "_breadth", cwd=tmp_path)

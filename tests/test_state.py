@@ -154,6 +154,8 @@ def test_a_start_stuck_in_another_process_fails_after_a_bound(tmp_path):
         assert stuck.do("start") == "started"
         waiting = EmbeddedRedis(tmp_path, lock_timeout=0.5)
         with pytest.raises(RuntimeError, match=r"another process .* redis\.lock"):
+            waiting.wait_unlocked()  # (the crawl command's check, before the crawl)
+        with pytest.raises(RuntimeError, match=r"another process .* redis\.lock"):
             waiting.start()
     finally:
         stuck.kill()

@@ -114,7 +114,7 @@ class EmbeddedRedis:
         """Start the server if none is running, without waiting for it (see connect)."""
         if self._users is not None:
             return
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.check_dir()
         lock = self._locked(LOCK, fcntl.LOCK_EX)
         try:
             self._users = self._locked(USERS, fcntl.LOCK_SH)
@@ -124,6 +124,25 @@ class EmbeddedRedis:
         finally:
             if lock is not None:
                 lock.close()  # releases the lock
+
+    def check_dir(self) -> None:
+        """RuntimeError, in one line, unless the data directory is (or can be made) a
+        directory this process may write: the server's data, socket and locks go there."""
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            (self.data_dir / LOCK).open("a").close()
+        except OSError as exc:
+            path = self.data_dir
+            why = "not a directory" if path.exists() and not path.is_dir() else exc.strerror
+            raise RuntimeError(
+                f"CRAWLYX_DATA_DIR ({path}) cannot hold the embedded Redis: {why}; give a "
+                f"directory this user may write, or set CRAWLYX_REDIS_URL"
+            ) from None
+
+    def wait_unlocked(self) -> None:
+        """Wait until no other process is starting or stopping the server (RuntimeError
+        after ``lock_timeout`` seconds)."""
+        self._locked(LOCK, fcntl.LOCK_EX).close()
 
     def connect(self, **options) -> redis.Redis:
         """A client of the server (``options`` for :class:`redis.Redis`), started (or
