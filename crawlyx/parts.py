@@ -1,12 +1,13 @@
 """The parts every component of a crawl shares, owned by the crawlyx add-on.
 
 One crawl has one Redis connection and key namespace (:class:`~crawlyx.frontier.state.State`),
-one crawl core batching its Redis work, one visited table, one link-graph recorder and one
-pool of page workers. The add-on (crawlyx/addon.py) owns them: it starts the slow ones (the
-embedded Redis, the workers) while Scrapy builds the components, each part is built from the
-crawler's settings when a component first needs it, and all are closed once the engine
-stops: the workers first, the Redis state last, after every component's ``spider_closed``
-handler has run and the core has sent what it holds.
+one crawl core batching its Redis work, one visited table, one lease keeper (the lease
+middleware), one link-graph recorder and one pool of page workers. The add-on
+(crawlyx/addon.py) owns them: it starts the slow ones (the embedded Redis, the workers)
+while Scrapy builds the components, each part is built from the crawler's settings when a
+component first needs it, and all are closed once the engine stops: the workers first, the
+Redis state last, after every component's ``spider_closed`` handler has run and the core has
+sent what it holds.
 
 A component finds them with :func:`crawl_parts`; the spider, which Scrapy builds before
 the add-ons, reaches them when it first uses them.
@@ -50,6 +51,13 @@ class CrawlParts:
         # A loop across fetches is looked for as far as a redirect chain is followed.
         hops = self.crawler.settings.getint("REDIRECT_MAX_TIMES")
         return VisitedTable(self.state, stats=self.crawler.stats, loop_hops=hops, core=self.core)
+
+    @cached_property
+    def leases(self):
+        """The lease middleware: the leases the pages' items carry until they are out."""
+        from crawlyx.middlewares.lease import LeaseMiddleware
+
+        return LeaseMiddleware(self.crawler)
 
     @cached_property
     def graph(self):

@@ -23,16 +23,12 @@ fetched again over plain HTTP) passes its output through :func:`errback_output`.
 
 from __future__ import annotations
 
-from weakref import WeakKeyDictionary
-
 from itemadapter import is_item
 from scrapy import Request, signals
 
 from crawlyx.frontier.state import REDIS_DOWN
 from crawlyx.frontier.visited import LEASE_META
 from crawlyx.parts import crawl_parts
-
-_middlewares: WeakKeyDictionary = WeakKeyDictionary()
 
 
 class LeaseMiddleware:
@@ -46,11 +42,9 @@ class LeaseMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler):
-        """The crawl's one instance, shared with :func:`errback_output`."""
-        middleware = _middlewares.get(crawler)
-        if middleware is None:
-            middleware = _middlewares[crawler] = cls(crawler)
-        return middleware
+        """The crawl's one instance, a shared part (:func:`errback_output` and the
+        LeaseCheck pipeline use it too)."""
+        return crawl_parts(crawler).leases
 
     async def process_spider_output_async(self, response, result):
         async for output in result:
@@ -104,4 +98,4 @@ def errback_output(crawler, request, result):
     """What an errback yields for ``request``, handled as the middleware handles a
     callback's output: requests scheduled as they come, an item carrying the lease, the
     lease released after them."""
-    return LeaseMiddleware.from_crawler(crawler).output(request, result)
+    return crawl_parts(crawler).leases.output(request, result)

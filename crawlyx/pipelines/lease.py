@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from scrapy.exceptions import DropItem
 
-from crawlyx.middlewares.lease import LeaseMiddleware
 from crawlyx.parts import crawl_parts
 
 
 class LeaseCheck:
     def __init__(self, crawler):
         self.crawler = crawler
-        self.leases = LeaseMiddleware.from_crawler(crawler)
+        self.leases = crawl_parts(crawler).leases
 
     @classmethod
     def from_crawler(cls, crawler):
