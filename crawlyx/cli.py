@@ -96,9 +96,16 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         print(f"crawlyx: {exc}", file=sys.stderr)
         sys.exit(2)
-    from scrapy.cmdline import execute
+    try:
+        from scrapy.cmdline import execute
 
-    execute(command)
+        execute(command)
+    except KeyboardInterrupt:  # before the command handles Ctrl-C itself: Scrapy loading
+        if args[0] == "crawl":
+            print("crawlyx: stopped before the crawl started; nothing was fetched", file=sys.stderr)
+            sys.exit(0)
+        print("crawlyx: interrupted", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -200,3 +200,29 @@ def test_ctrl_c_twice_stops_at_once_with_a_non_zero_status(tmp_path):
         urls = [item["url"] for items in outputs for item in items]
         assert len(urls) == len(set(urls))
         assert set(urls) == site.expected()
+
+
+@pytest.mark.parametrize("after", [0.1, 0.4, 0.8])
+def test_ctrl_c_at_any_moment_of_the_start_is_no_traceback(tmp_path, after):
+    """However early it comes (Python still importing Scrapy, the checks, the spider
+    opening): status 0, one line, no traceback."""
+    from tests.test_cli import crawlyx_script, outside_env
+
+    with BookSite(latency=0.3) as site:
+        proc = subprocess.Popen(
+            [crawlyx_script(), "crawl", f"{site.base}/", "-O", "pages.jsonl"],
+            cwd=tmp_path,
+            env=outside_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        time.sleep(after)
+        os.killpg(proc.pid, signal.SIGINT)
+        log = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 0, log[-3000:]
+    assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
+    assert (
+        "crawlyx: stopped before the crawl started; nothing was fetched" in log
+        or "crawlyx: paused; resume with -a job=" in log
+    )
