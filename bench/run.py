@@ -76,7 +76,8 @@ def run_measured(command: list[str], cwd: Path, env: dict) -> dict:
             for child in main.children(recursive=True):
                 try:
                     rss = child.memory_info().rss
-                    role = "redis" if "redis-server" in " ".join(child.cmdline()) else "workers"
+                    # (the server's forks rename themselves: redis-aof-rewrite...)
+                    role = "redis" if "redis-" in " ".join(child.cmdline()) else "workers"
                     times = child.cpu_times()
                 except psutil.Error:  # a child that ended between the listing and now
                     continue
@@ -208,8 +209,9 @@ def main() -> None:
                 for row in rows:
                     row["name"] = f"crawlyx@{row['pages']}"
                 print_rows(rows)
-                ratio = rows[1]["rss_crawler"] / rows[0]["rss_crawler"]
-                print(f"\ncrawler RSS at {args.pages} pages / at 2000 pages: {ratio:.2f}x")
+                for part in ("crawler", "tree"):
+                    ratio = rows[1][f"rss_{part}"] / rows[0][f"rss_{part}"]
+                    print(f"{part} RSS at {args.pages} pages / at 2000 pages: {ratio:.2f}x")
                 return
             max_pages = args.max_pages or args.pages
             rows = [crawl("crawlyx", base, work / "crawlyx.jsonl", max_pages, work, args.settings)]
