@@ -34,12 +34,34 @@ CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site
 # Seconds a page's read (parse, links, main content, markdown) may take in a worker; past
 # it the worker is killed and replaced, and the page recorded as read_timeout. 0: no limit.
 CRAWLYX_READ_TIMEOUT = 10.0
+# Document types read into pages like HTML ones (crawlyx/content/documents/): "pdf". A
+# response of a type not read (an image, an archive, a document type left out) is recorded
+# as not_a_page.
+CRAWLYX_DOCUMENTS = ["pdf"]
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
 # Prometheus metrics on http://127.0.0.1:PORT/metrics while the crawl runs (0: off;
 # crawlyx/extensions/metrics.py). The first METRICS_HOSTS hosts fetched get their own
 # `host` label value, the rest share `other`.
 CRAWLYX_METRICS_PORT = 0
 CRAWLYX_METRICS_HOSTS = 20
+# The cost model (crawlyx/cost/model.py): prices in one currency, per CPU-second of the
+# crawl's processes, per GB received, per GB written to the output, and per request and GB
+# of the proxy tier the crawl's traffic goes through ("none": no proxy). The defaults are
+# a public cloud's list prices; put yours. The report's objective: cost per page emitted.
+CRAWLYX_COST_CPU_SECOND = 0.0000125  # a vCPU-hour at 0.045
+CRAWLYX_COST_EGRESS_GB = 0.09
+CRAWLYX_COST_STORAGE_GB = 0.023  # a GB-month
+CRAWLYX_COST_PROXY_TIER = "none"
+CRAWLYX_COST_PROXY_PRICES = {  # tier -> [per request, per GB]
+    "none": [0, 0],
+    "datacenter": [0, 0.6],
+    "residential": [0, 4.0],
+    "mobile": [0, 8.0],
+}
+CRAWLYX_COST_TARGET_PER_URL = 0.00001  # 10 per million pages
+# The log: "text" (Scrapy's lines) or "json" (one object per record; a record about a
+# URL carries the URL's fingerprint as its trace_id). See crawlyx/log.py.
+CRAWLYX_LOG_FORMAT = "text"
 # Days an unnamed crawl's job (its state in Redis) is kept after its last process stops,
 # to resume it with -a job=NAME; 0 keeps it until `scrapy jobs --drop`. Named jobs stay.
 CRAWLYX_JOB_TTL_DAYS = 7.0
@@ -161,9 +183,10 @@ DOWNLOAD_DELAY = 0
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
-# Items per response are few (one page, a handful of new links): Scrapy starts one
-# task per slot of this for every response, so keep it small.
-CONCURRENT_ITEMS = 16
+# A page's callback passes one item on to the scraper (its requests are scheduled by the
+# lease middleware as they come), and Scrapy starts one task per slot of this for every
+# response: one slot (16 cost 7 % of the crawl process's CPU).
+CONCURRENT_ITEMS = 1
 RETRY_TIMES = 2
 REDIRECT_MAX_TIMES = 10
 COOKIES_ENABLED = False
