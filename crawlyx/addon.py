@@ -137,6 +137,7 @@ class Addon:
         check_types(settings)
         check_redis_url(settings)
         from crawlyx.breadth.bots import BotTable
+        from crawlyx.cost.model import Prices
         from crawlyx.extensions.audit import Audit
         from crawlyx.extensions.breadth import Breadth
         from crawlyx.extensions.demand import Demand
@@ -152,6 +153,7 @@ class Addon:
         BotTable.from_settings(settings)  # read by `scrapy visits`
         ttl_seconds(settings)
         Metrics.check_settings(settings)
+        Prices.from_settings(settings)
         Audit.check_settings(settings)
         WindowMiddleware.check_settings(settings)
         Breadth.check_settings(settings)

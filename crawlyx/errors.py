@@ -117,6 +117,11 @@ class ErrorLog:
             raise ValueError(f"unknown error class {error_class!r}")
         if self.graph is not None:
             self.graph.outcome(url, error_class, status=status, depth=depth)
+        from crawlyx.extensions.telemetry import tally_of  # it imports the middlewares
+
+        tally = tally_of(self.crawler)
+        if tally is not None:  # the metrics or the report count errors by host
+            tally.error(url, error_class)
         stats = self.crawler.stats
         stats.inc_value("crawlyx/error/count")
         stats.inc_value(f"crawlyx/error/{error_class}")

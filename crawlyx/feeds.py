@@ -48,7 +48,7 @@ class FileFeedStorage(ScrapyFileFeedStorage):
                 state.client.sadd(state.key(OUTPUTS), os.path.abspath(file.name))
             except REDIS_DOWN as exc:
                 outage(spider.crawler.stats, "recording the job's output", exc)
-        return FlushedFile(file)
+        return FlushedFile(file, getattr(getattr(spider, "crawler", None), "stats", None))
 
 
 def release_written(table) -> int:
@@ -117,14 +117,19 @@ def _drop_cut_line(file) -> None:
 
 
 class FlushedFile:
-    """A binary file whose writes are flushed right away; anything else is the file's."""
+    """A binary file whose writes are flushed right away, counted in ``stats``
+    (``crawlyx/feed/bytes``: what the crawl stores, for its cost); anything else is the
+    file's."""
 
-    def __init__(self, file):
+    def __init__(self, file, stats=None):
         self._file = file
+        self._stats = stats
 
     def write(self, data) -> int:
         written = self._file.write(data)
         self._file.flush()
+        if self._stats is not None:
+            self._stats.inc_value("crawlyx/feed/bytes", written)
         return written
 
     def __getattr__(self, name):

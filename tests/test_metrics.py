@@ -17,6 +17,7 @@ from scrapy import Request, Spider
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from crawlyx.errors import ERROR_CLASSES
 from crawlyx.extensions.metrics import Metrics
 from crawlyx.extensions.report import FETCH_FAILURES
 from crawlyx.extensions.telemetry import FAILED, OTHER, FetchTally, Histogram, HostLabels
@@ -39,6 +40,28 @@ REQUIRED = {
     "crawlyx_window": "gauge",
     "crawlyx_robots_age_seconds": "gauge",
     "crawlyx_render": "counter",
+    "crawlyx_robots_checked": "counter",
+    "crawlyx_robots_disallowed_fetched": "counter",
+    "crawlyx_crawl_delay_fetches": "counter",
+    "crawlyx_crawl_delay_violations": "counter",
+    "crawlyx_opt_out_pages": "counter",
+    "crawlyx_frontier_taken": "counter",
+    "crawlyx_frontier_added": "counter",
+    "crawlyx_cpu_seconds": "counter",
+    "crawlyx_response_bytes": "counter",
+    "crawlyx_written_bytes": "counter",
+    "crawlyx_page_modes": "counter",
+    "crawlyx_cost": "counter",
+    "crawlyx_cost_per_url": "gauge",
+    "crawlyx_workers": "gauge",
+    "crawlyx_worker_reads": "counter",
+    "crawlyx_worker_failures": "counter",
+    "crawlyx_worker_read_duration_seconds": "histogram",
+    "crawlyx_worker_queue_depth": "gauge",
+    "crawlyx_worker_busy_seconds": "counter",
+    "crawlyx_rss_bytes": "gauge",
+    "crawlyx_redis_latency_seconds": "gauge",
+    "crawlyx_redis_memory_bytes": "gauge",
 }
 
 
@@ -139,6 +162,7 @@ def test_metrics_while_crawling(tmp_path, redis_url):
         # One host of its own (the start URL's, fetched first); the site's is `other`.
         "CRAWLYX_METRICS_HOSTS": 1,
         "CRAWLYX_PROGRESS_INTERVAL": 0,
+        "CRAWLYX_MARKDOWN_WORKERS": 2,
         **SLOW,
     }
     out = tmp_path / "pages.jsonl"
@@ -179,6 +203,20 @@ def test_metrics_while_crawling(tmp_path, redis_url):
     assert count.value >= 3
     assert families["crawlyx_frontier_size"].samples[0].value >= 0
     assert 0 <= families["crawlyx_robots_age_seconds"].samples[0].value < 60
+    # Errors by class and host: every class has a series.
+    errors = families["crawlyx_errors"].samples
+    assert {s.labels["class"] for s in errors} == set(ERROR_CLASSES)
+    assert {s.labels["host"] for s in errors} <= {"127.0.0.1", OTHER}
+    cpu = {
+        (s.labels["component"], s.labels["mode"]) for s in families["crawlyx_cpu_seconds"].samples
+    }
+    assert ("crawl", "http") in cpu and ("browser", "browser") in cpu
+    received = {s.labels["mode"]: s.value for s in families["crawlyx_response_bytes"].samples}
+    assert received["http"] > 0 and received["browser"] == 0
+    by_component = {s.labels["component"]: s.value for s in families["crawlyx_rss_bytes"].samples}
+    assert by_component["crawl"] > 0 and by_component["workers"] > 0
+    assert families["crawlyx_workers"].samples[0].value == 2  # CRAWLYX_MARKDOWN_WORKERS
+    assert families["crawlyx_redis_memory_bytes"].samples[0].value > 0
     assert len(read_items(out)) == len(site.expected_pages())
     assert refused(port)  # closed with the crawl
 

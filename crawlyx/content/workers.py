@@ -247,6 +247,9 @@ class PageWorkers:
         self._over: set[int] = set()  # tasks whose worker was killed past their budget
         self._closed = threading.Event()
         self._watchdog: threading.Thread | None = None
+        # Counts the page reads when the crawl is measured (a WorkerTally of
+        # crawlyx/extensions/telemetry.py, set by the metrics or the report).
+        self.tally = None
 
     @classmethod
     def from_settings(cls, settings, crawler=None) -> PageWorkers:
@@ -272,7 +275,23 @@ class PageWorkers:
     async def read(self, page: str, url: str, scope: str | None) -> dict:
         """:func:`crawlyx.content.page.analyze` of the page, in a worker, within the
         read budget (:class:`ReadTimeout` past it)."""
-        return await self.run(self.analyze, page, url, scope, timeout=self.timeout)
+        tally = self.tally
+        if tally is None:
+            return await self.run(self.analyze, page, url, scope, timeout=self.timeout)
+        started, failure = tally.started(), None
+        try:
+            return await self.run(self.analyze, page, url, scope, timeout=self.timeout)
+        except ReadTimeout:
+            failure = "read_timeout"
+            raise
+        except WorkerDied:
+            failure = "died"
+            raise
+        except Exception:
+            failure = "parse"
+            raise
+        finally:
+            tally.finished(started, failure)
 
     async def read_sitemap(self, body: bytes, max_bytes: int) -> tuple[str, list[str]]:
         """:func:`crawlyx.content.sitemap.read_sitemap` of the document, in a worker."""

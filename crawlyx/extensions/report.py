@@ -19,6 +19,13 @@ Definitions (also in README.md):
   frontier grows; null when nothing was added.
 * robots compliance: the share of fetches the robots.txt rules allowed, checked at the
   downloader (crawlyx/extensions/telemetry.py).
+* cost: what the crawl used (CPU seconds by component and fetch mode, bytes received
+  and written) priced by ``CRAWLYX_COST_*`` (crawlyx/cost/model.py), and per page
+  emitted; its objective is ``CRAWLYX_COST_TARGET_PER_URL``.
+* compliance: Crawl-delay violations and the opt-out signals honoured
+  (crawlyx/extensions/compliance.py), and the age of each origin's robots.txt rules.
+* workers and resources: the page workers' reads, their duration and how busy the pool
+  was; the memory of the crawl's processes at the end (crawlyx/extensions/usage.py).
 """
 
 from __future__ import annotations
@@ -34,8 +41,13 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
+from crawlyx.cost.model import Prices, breakdown
 from crawlyx.errors import FETCH_FAILURES, error_counts
+from crawlyx.extensions.compliance import compliance
 from crawlyx.extensions.telemetry import fetch_tally
+from crawlyx.extensions.usage import usage_meter
+from crawlyx.middlewares import installed
+from crawlyx.middlewares.robots import RobotsMiddleware
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +94,11 @@ class Report:
         self.stats = crawler.stats
         self.path = path
         self.tally = fetch_tally(crawler)  # now: it counts from the first fetch
+        # Before this report's own handlers: they close first, with their last samples.
+        self.usage = usage_meter(crawler)
+        self.audits = compliance(crawler)
+        self.prices = Prices.from_settings(crawler.settings)
+        self.cost_target = crawler.settings.getfloat("CRAWLYX_COST_TARGET_PER_URL")
         self.started = time.monotonic()
         self.started_at = datetime.now(UTC)
         # (monotonic time, requests taken from the frontier, requests added to it)
@@ -120,6 +137,8 @@ class Report:
         if self._task is not None and self._task.running:
             self._task.stop()
         self.sample()
+        self.usage.close()
+        self.audits.delay.close()
         report = self.build(reason, getattr(spider, "job", None))
         partial = f"{self.path}.partial"
         with open(partial, "w", encoding="utf-8") as out:
@@ -138,11 +157,15 @@ class Report:
             f"p{round(q * 100)}": _round(snap.latency.quantile(q)) for q in (0.5, 0.95, 0.99)
         }
         robots = snap.robots_checked - snap.robots_violations
+        cost = breakdown(self.usage.usage(), self.prices)
+        cost["target_per_url"] = self.cost_target
         values = {
             "fetch_success_rate": _ratio(pages, pages + failed),
             "fetch_latency_p95_seconds": latency["p95"],
             "robots_compliance": _ratio(robots, snap.robots_checked),
+            "cost_per_url": cost["per_url"]["all"],
         }
+        slos = {**SLOS, "cost_per_url": ("<=", self.cost_target)}
         return {
             "job": job,
             "ended": {"reason": reason, "why": ENDINGS.get(reason, f"closed: {reason}")},
@@ -168,6 +191,10 @@ class Report:
                 "disallowed_fetched": snap.robots_violations,
                 "compliance": values["robots_compliance"],
             },
+            "cost": cost,
+            "compliance": self.compliance(),
+            "workers": self.workers(wall),
+            "rss_bytes": self.usage.rss(),
             "slos": {
                 name: {
                     "value": values[name],
@@ -175,8 +202,42 @@ class Report:
                     "comparison": comparison,
                     "met": _met(comparison, values[name], target),
                 }
-                for name, (comparison, target) in SLOS.items()
+                for name, (comparison, target) in slos.items()
             },
+        }
+
+    def compliance(self) -> dict:
+        checked, violations, unchecked = self.audits.delay.counts()
+        honoured, emitted = self.audits.opt_out.honoured, self.audits.opt_out.emitted
+        robots = installed(self.crawler, RobotsMiddleware)
+        now = time.time()
+        ages = {
+            origin: round(max(0.0, now - rules.fetched_at), 3)
+            for origin, rules in sorted((robots.held() if robots else {}).items())
+        }
+        return {
+            "crawl_delay": {"checked": checked, "violations": violations, "unchecked": unchecked},
+            "opt_out": {
+                "honoured": honoured,
+                "emitted": emitted,
+                "share_honoured": _ratio(honoured, honoured + emitted),
+            },
+            "robots_age_seconds": ages,
+        }
+
+    def workers(self, wall: float) -> dict | None:
+        tally = self.usage.workers
+        if tally is None:
+            return None
+        snap = tally.snapshot()
+        return {
+            "workers": snap.workers,
+            "reads": snap.reads,
+            "failures": dict(sorted(snap.failures.items())),
+            "read_seconds": {
+                f"p{round(q * 100)}": _round(snap.duration.quantile(q)) for q in (0.5, 0.95, 0.99)
+            },
+            "busy_share": _ratio(snap.busy_seconds, snap.workers * wall) if wall > 0 else None,
         }
 
     def drain_rate(self) -> dict:

@@ -13,6 +13,16 @@ middleware has for its origin. One it would have refused counts as a violation; 
 a request to an origin it holds no rules for. Counting is the whole job: the middleware
 still decides.
 
+Bytes received are counted per fetch mode: a plain HTTP response's status line, headers
+and body as they came (compressed if they came compressed); the browser's are counted by
+its proxy (crawlyx/render/proxy.py), every byte its pages received. Errors (the URLs the
+crawl recorded under an error class, crawlyx/errors.py) are counted by class and host.
+
+The page workers' reads are counted by :class:`WorkerTally`: reads, failures by kind,
+their duration (from the crawl handing the page over to its markdown coming back: the
+wait for a free worker included), the reads waiting for a worker, and how busy the pool
+was (worker-seconds of reads in flight, at most one per worker).
+
 Everything here runs on the reactor thread; :meth:`FetchTally.snapshot` is what another
 thread (the metrics endpoint's) reads, under a lock.
 """
@@ -20,9 +30,11 @@ thread (the metrics endpoint's) reads, under a lock.
 from __future__ import annotations
 
 import threading
+import time
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
 from scrapy import signals
@@ -35,6 +47,8 @@ from crawlyx.urls.normalize import url_origin
 # Upper bounds (seconds) of the latency buckets. 3 s is one of them: the latency SLO
 # (p95 <= 3 s) is then decided by a count, not an interpolation.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60)
+# Upper bounds (seconds) of a page read's buckets; CRAWLYX_READ_TIMEOUT's default (10 s) is one.
+READ_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 OTHER = "other"
 FAILED = "failed"
@@ -96,14 +110,21 @@ class HostLabels:
     def __init__(self, limit: int):
         self.limit = max(0, limit)
         self.named: set[str] = set()
+        self.first: str | None = None  # the first host fetched: the start URL's
 
     def __call__(self, host: str) -> str:
         if host in self.named:
             return host
         if len(self.named) < self.limit:
             self.named.add(host)
+            if self.first is None:
+                self.first = host
             return host
         return OTHER
+
+    def label(self, host: str) -> str:
+        """``host``'s label, without giving it one of its own if it has none yet."""
+        return host if host in self.named else OTHER
 
 
 @dataclass
@@ -114,6 +135,8 @@ class Snapshot:
     robots_checked: int
     robots_violations: int
     robots_fetched_at: float | None  # when the rules applied to the latest fetch were fetched
+    received: Counter  # "http" -> bytes received (the browser's are its proxy's)
+    errors: Counter  # (host label, error class) -> URLs
 
     def by_status_class(self) -> dict[str, int]:
         classes: Counter = Counter()
@@ -135,6 +158,8 @@ class FetchTally:
         self._robots_checked = 0
         self._robots_violations = 0
         self._robots_fetched_at: float | None = None
+        self._received: Counter = Counter()
+        self._errors: Counter = Counter()
         self._answered: set = set()  # requests whose response came, until they leave
         self._robots: RobotsMiddleware | None | bool = False  # False: not looked up yet
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
@@ -150,6 +175,8 @@ class FetchTally:
                 self._robots_checked,
                 self._robots_violations,
                 self._robots_fetched_at,
+                Counter(self._received),
+                Counter(self._errors),
             )
 
     def _reached(self, request, **kwargs):
@@ -168,9 +195,21 @@ class FetchTally:
             else:
                 self._robots_violations += 1
 
+    def error(self, url: str, error_class: str) -> None:
+        """A URL recorded under ``error_class`` (crawlyx.errors.ErrorLog)."""
+        host = self.hosts(urlsplit(url).hostname or "")
+        with self._lock:
+            self._errors[host, error_class] += 1
+
     def _downloaded(self, response, request, **kwargs):
         self._answered.add(request)
         self._count(request, f"{response.status // 100}xx", request.meta.get("download_latency"))
+        if not request.meta.get("playwright"):
+            size = len(response.body) + 15  # the status line
+            for name, values in dict.items(response.headers):
+                size += len(name) + 4 + sum(len(value) for value in values)
+            with self._lock:
+                self._received["http"] += size
 
     def _left(self, request, **kwargs):
         if request in self._answered:
@@ -188,7 +227,75 @@ class FetchTally:
                 self._latency.observe(latency)
 
 
+@dataclass
+class WorkerSnapshot:
+    workers: int  # the pool's size
+    reads: int
+    failures: Counter  # "read_timeout" / "died" / "parse" -> reads
+    duration: Histogram
+    in_flight: int
+    busy_seconds: float  # worker-seconds of reads so far (at most one per worker at a time)
+
+    @property
+    def waiting(self) -> int:
+        """Reads waiting for a free worker."""
+        return max(0, self.in_flight - self.workers)
+
+
+class WorkerTally:
+    """The page workers' reads (see the module docstring); the pool
+    (crawlyx/content/workers.py) calls :meth:`started` and :meth:`finished`."""
+
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+        self._lock = threading.Lock()
+        self._reads = 0
+        self._failures: Counter = Counter()
+        self._duration = Histogram(READ_BUCKETS)
+        self._in_flight = 0
+        self._busy = 0.0
+        self._since = time.monotonic()
+
+    def _advance(self, now: float) -> None:
+        self._busy += min(self._in_flight, self.workers) * (now - self._since)
+        self._since = now
+
+    def started(self) -> float:
+        now = time.monotonic()
+        with self._lock:
+            self._advance(now)
+            self._in_flight += 1
+        return now
+
+    def finished(self, started: float, failure: str | None = None) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._advance(now)
+            self._in_flight -= 1
+            self._reads += 1
+            self._duration.observe(now - started)
+            if failure:
+                self._failures[failure] += 1
+
+    def snapshot(self) -> WorkerSnapshot:
+        with self._lock:
+            self._advance(time.monotonic())
+            return WorkerSnapshot(
+                self.workers,
+                self._reads,
+                Counter(self._failures),
+                self._duration.copy(),
+                self._in_flight,
+                self._busy,
+            )
+
+
 _tallies: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def tally_of(crawler) -> FetchTally | None:
+    """The crawl's :class:`FetchTally` if something measures the crawl, else None."""
+    return _tallies.get(crawler)
 
 
 def fetch_tally(crawler) -> FetchTally:

@@ -231,6 +231,11 @@ class RobotsMiddleware:
         """The rules this process holds for ``origin``, without fetching (None: not yet)."""
         return self._robots.get(origin)
 
+    def held(self) -> dict[str, Robots]:
+        """The rules this process holds, by origin: a copy, made in one step under the
+        interpreter's lock, so another thread (the metrics endpoint's) may ask."""
+        return dict(self._robots)
+
     def crawl_delay(self, origin: str, robots: Robots) -> float | None:
         """The Crawl-delay ``robots`` (``origin``'s) sets for our token, in seconds, at
         most CRAWLYX_MAX_CRAWL_DELAY; None if it sets none."""

@@ -214,12 +214,13 @@ class BrowserProxy:
             connect = asyncio.open_connection(address, port)
             up_reader, upstream = await asyncio.wait_for(connect, self.timeout)
             self._open.add(upstream)
+            received = _copy(up_reader, writer, counted=self._received)
             if request.method == "CONNECT":
                 writer.write(ESTABLISHED)
-                await self._relay(_copy(reader, upstream), _copy(up_reader, writer))
+                await self._relay(_copy(reader, upstream), received)
             else:
                 upstream.write(request.forwarded())
-                await self._relay(_copy(reader, upstream, length), _copy(up_reader, writer))
+                await self._relay(_copy(reader, upstream, length), received)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass  # the client went away, sent too long a head, or the site failed
         finally:
@@ -227,6 +228,11 @@ class BrowserProxy:
                 if stream is not None:
                     self._open.discard(stream)
                     stream.close()
+
+    def _received(self, size: int) -> None:
+        """Bytes from a site to the browser: the browser's egress, for the crawl's cost."""
+        if self.stats is not None:
+            self.stats.inc_value("crawlyx/render/bytes_received", size)
 
     def _authorized(self, request: ProxyRequest) -> bool:
         given = request.header("proxy-authorization")
@@ -261,10 +267,15 @@ class BrowserProxy:
         logger.log(self.log_level, message, host, port, why)
 
 
-def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, length: int | None = None):
+def _copy(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    length: int | None = None,
+    counted: Callable[[int], None] | None = None,
+):
     """A copy of ``reader`` to ``writer``, to run given a list whose only item is set to the
     time each time bytes move: to the end of the stream, which is then passed on (the other
-    direction may go on), or ``length`` bytes only."""
+    direction may go on), or ``length`` bytes only. ``counted`` is told each chunk's size."""
 
     async def copy(moved: list[float]) -> None:
         loop = asyncio.get_running_loop()
@@ -275,6 +286,8 @@ def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, length: in
                 if not data:
                     break
                 moved[0] = loop.time()
+                if counted is not None:
+                    counted(len(data))
                 writer.write(data)
                 await writer.drain()
                 if left is not None:
