@@ -1,0 +1,114 @@
+"""Documents a site links (PDFs), read into pages like HTML; every other response that is
+no page is named.
+
+The crawl process only tells what a response is (:func:`kind_of`, from its Content-Type
+and first bytes: no reader is imported there); a document is read in the page workers
+(:func:`read_document`, with the read budget of any page), into the same shape
+:func:`crawlyx.content.page.analyze` gives an HTML page.
+"""
+
+from __future__ import annotations
+
+# Document types crawlyx reads (CRAWLYX_DOCUMENTS): name -> Content-Types.
+DOCUMENT_TYPES = {
+    "pdf": ("application/pdf", "application/x-pdf", "application/acrobat"),
+}
+
+# Content-Types that say nothing of what a body is: its first bytes are looked at.
+_GENERIC = frozenset(
+    {
+        "",
+        "application/octet-stream",
+        "binary/octet-stream",
+        "application/binary",
+        "application/download",
+        "application/force-download",
+        "application/x-download",
+        "application/unknown",
+    }
+)
+
+_ARCHIVES = frozenset(
+    {
+        "application/zip",
+        "application/x-zip-compressed",
+        "application/gzip",
+        "application/x-gzip",
+        "application/x-tar",
+        "application/x-bzip2",
+        "application/x-xz",
+        "application/x-7z-compressed",
+        "application/vnd.rar",
+        "application/x-rar-compressed",
+        "application/zstd",
+        "application/java-archive",
+    }
+)
+
+
+class Unreadable(Exception):
+    """A document that cannot be read: encrypted, broken, or without text (scanned)."""
+
+
+def document_types(settings) -> tuple[str, ...]:
+    """CRAWLYX_DOCUMENTS: the document types read (a list, or comma-separated text);
+    ValueError naming the setting for a type crawlyx does not know."""
+    names = tuple(name.strip().lower() for name in settings.getlist("CRAWLYX_DOCUMENTS"))
+    names = tuple(name for name in names if name)
+    for name in names:
+        if name not in DOCUMENT_TYPES:
+            known = ", ".join(DOCUMENT_TYPES)
+            raise ValueError(
+                f"CRAWLYX_DOCUMENTS: unknown document type {name!r}; known: {known}"
+                " (empty reads none)"
+            )
+    return names
+
+
+def content_type(response) -> str:
+    """The response's media type, lowercased, without parameters ('' when none)."""
+    value = response.headers.get(b"Content-Type") or b""
+    return value.split(b";")[0].strip().lower().decode("latin-1")
+
+
+def kind_of(response, types: tuple[str, ...]) -> tuple[str | None, str]:
+    """(the document type to read the response as, or None; what it is, in words for
+    the errors file when it is not read).
+
+    A PDF is one by its Content-Type, or by its first bytes (``%PDF-``) when the
+    Content-Type says nothing (``application/octet-stream``, none)."""
+    ctype = content_type(response)
+    kind = next((name for name, types_ in DOCUMENT_TYPES.items() if ctype in types_), None)
+    if kind is None and ctype in _GENERIC and b"%PDF-" in response.body[:1024]:
+        kind = "pdf"
+    if kind is not None:
+        if kind in types:
+            return kind, ""
+        return None, f"{ctype or 'no Content-Type'}: a {kind.upper()} (not in CRAWLYX_DOCUMENTS)"
+    return None, f"{ctype or 'no Content-Type'}: {_what(ctype)}, not a page"
+
+
+def _what(ctype: str) -> str:
+    major = ctype.partition("/")[0]
+    if major in ("image", "video", "audio", "font"):
+        return f"an {major}" if major in ("image", "audio") else f"a {major}"
+    if ctype in _ARCHIVES:
+        return "an archive"
+    if ctype in ("text/css", "text/javascript", "application/javascript"):
+        return "a script or style sheet"
+    if "json" in ctype or "xml" in ctype or ctype in ("text/csv", "text/plain"):
+        return "data or plain text"
+    if "officedocument" in ctype or "opendocument" in ctype or "msword" in ctype:
+        return "an office document"
+    return "a type crawlyx does not read"
+
+
+def read_document(kind: str, body: bytes, url: str, scope: str | None, neardup: bool) -> dict:
+    """The document read as a page (see :func:`crawlyx.content.page.analyze`), in a
+    worker; :class:`Unreadable` when it cannot be."""
+    # Imported here: the crawl process never reads a document.
+    from crawlyx.content.documents.reader import read_pdf
+
+    if kind != "pdf":
+        raise ValueError(f"unknown document type {kind!r}")
+    return read_pdf(body, url, scope, neardup=neardup)

@@ -1,0 +1,359 @@
+"""A document's lines (:mod:`crawlyx.content.documents.pdf`) as markdown.
+
+* Running headers and footers go: a line near the top or the bottom of its page whose
+  text (digits aside: page numbers, dates) is there on at least half the pages, and a
+  bare page number there ("3", "Page 3 of 9", "3/9"). A tagged PDF marks them itself.
+* Headings: what the structure tree calls one (H1-H6); in a PDF without, lines set
+  larger than the body text, a level per size, the largest first.
+* Paragraphs: lines joined, where the tree keeps them in one paragraph or, without it,
+  where they follow one another at the text's line spacing (a wider gap, or a line that
+  ended short with a full stop, ends one), across a page break too when the sentence
+  goes on; a word hyphenated across lines is joined again.
+* Tables: from the tree's table cells, rows and columns as marked (GFM, the first row
+  as the header). Lists from its list items, or lines starting with a bullet. Lines
+  set in a fixed-pitch font are code, fenced, with their indentation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from crawlyx.content.documents.pdf import Document, Line
+
+BAND = 0.12  # of a page's height, at its top and its bottom: where headers and footers sit
+HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
+PARAGRAPH_GAP = 0.5  # a gap between lines past this many of their font size ends a paragraph
+CODE_GAP = 1.5
+
+_PAGE_NUMBER = re.compile(
+    r"[-–—\s]*(?:page\s*)?\d{1,5}(?:\s*(?:/|of)\s*\d{1,5})?[-–—\s]*", re.IGNORECASE
+)
+_DIGITS = re.compile(r"\d+")
+_BULLET = re.compile(r"([•◦▪▫●○■□‣⁃∙·–\-*])\s+(?=\S)")
+_ORDINAL = re.compile(r"\(?(\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]")
+_SENTENCE_END = re.compile(r"[.!?:;\"”’)\]]$")
+_SOFT_HYPHENS = ("\xad", "\x02", "\u2010")
+_LETTERS = re.compile(r"[^\W\d_]+$")
+_LEADING_LETTERS = re.compile(r"^[^\W\d_]+")
+_WORDS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+
+
+def markdown(doc: Document) -> tuple[str, list[str]]:
+    """(the document as markdown, its headings' text)."""
+    pages = drop_running(doc.pages, doc.heights)
+    lines = [line for page in pages for line in page]
+    if not lines:
+        return "", []
+    body = body_size(lines)
+    levels = heading_levels(lines, body, doc.tagged)
+    right = _right_edges(pages)
+    builder = _Builder(levels, body, right, _lexicon(lines))
+    for line in lines:
+        builder.add(line)
+    blocks = builder.blocks
+    headings = [block[2] for block in blocks if block[0] == "h"]
+    parts, previous = [], None
+    for block in blocks:
+        text = render(block)
+        if not text:
+            continue
+        if parts and block[0] == previous == "li":  # a list's items, line by line
+            parts[-1] += "\n" + text
+        else:
+            parts.append(text)
+        previous = block[0]
+    return "\n\n".join(parts) + "\n", headings
+
+
+def _key(text: str) -> str:
+    return _DIGITS.sub("#", " ".join(text.split()).lower())
+
+
+def drop_running(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
+    """The pages without their running headers and footers, nor bare page numbers."""
+
+    def banded(line: Line, height: float) -> bool:
+        return line.bottom >= height * (1 - BAND) or line.top <= height * BAND
+
+    seen: Counter[str] = Counter()
+    for lines, height in zip(pages, heights, strict=True):
+        seen.update({_key(line.text) for line in lines if banded(line, height)})
+    needed = max(2, math.ceil(len(pages) / 2))
+    kept = []
+    for lines, height in zip(pages, heights, strict=True):
+        kept.append(
+            [
+                line
+                for line in lines
+                if not banded(line, height)
+                or (
+                    (seen[_key(line.text)] < needed or len(pages) < 2)
+                    and not _PAGE_NUMBER.fullmatch(line.text)
+                )
+            ]
+        )
+    return kept
+
+
+def body_size(lines: list[Line]) -> float:
+    """The size most of the text is set in."""
+    sizes: Counter[float] = Counter()
+    for line in lines:
+        if not line.mono:
+            sizes[line.size] += len(line.text)
+    return sizes.most_common(1)[0][0] if sizes else lines[0].size
+
+
+def heading_levels(lines: list[Line], body: float, tagged: bool) -> dict[float, int]:
+    """Font size -> heading level, for a document whose tree names no heading."""
+    if tagged and any(_role(line) and _role(line).heading for line in lines):
+        return {}
+    chars = sum(len(line.text) for line in lines)
+    large: Counter[float] = Counter()
+    for line in lines:
+        if not line.mono and line.size >= body * HEADING_RATIO and len(line.text) <= 200:
+            large[line.size] += len(line.text)
+    sizes = sorted((size for size, n in large.items() if n <= 0.3 * chars), reverse=True)
+    levels: dict[float, int] = {}
+    level, previous = 0, None
+    for size in sizes:
+        if previous is None or previous - size > 0.6:  # sizes this close are one level
+            level = min(6, level + 1)
+        levels[size] = level
+        previous = size
+    return levels
+
+
+def _right_edges(pages: list[list[Line]]) -> dict[int, float]:
+    """Per page, how far right its text goes."""
+    return {lines[0].page: max(line.x1 for line in lines) for lines in pages if lines}
+
+
+def _role(line: Line):
+    return next((role for _, role in line.words if role is not None), None)
+
+
+def _lexicon(lines: list[Line]) -> set[str]:
+    """The words of the document, lowercased, hyphenated ones both whole and in parts."""
+    words = set()
+    for line in lines:
+        for word in _WORDS.findall(line.text.lower()):
+            words.add(word)
+    return words
+
+
+class _Builder:
+    """Blocks from lines in reading order: ("h", level, text), ("p", text), ("li",
+    depth, marker, text), ("code", [lines]), ("table", rows)."""
+
+    def __init__(self, levels: dict[float, int], body: float, right: dict, lexicon: set[str]):
+        self.levels = levels
+        self.body = body
+        self.right = right
+        self.lexicon = lexicon
+        self.blocks: list = []
+        self.last: Line | None = None  # the line the last block ended with
+        self.block_id = -2  # the tree's block the last block is in
+        self.item = -1  # the tree's list item the last block is in
+        self.tables: dict[tuple[int, int], dict] = {}
+
+    def add(self, line: Line) -> None:
+        role = _role(line)
+        level = role.heading if role is not None else self.levels.get(line.size, 0)
+        if level and not line.mono:  # a heading in a table cell too (a table for layout)
+            self._heading(line, level, role)
+        elif role is not None and role.table >= 0 and role.cell >= 0:
+            self._table(line, role)
+        elif line.mono:
+            self._code(line)
+        elif role is not None and role.item >= 0:
+            self._item(line, role)
+        else:
+            self._text(line, role)
+        self.last = line
+
+    # -- kinds of block ----------------------------------------------------------------
+
+    def _heading(self, line: Line, level: int, role) -> None:
+        text = " ".join(line.text.split())
+        block = self.blocks[-1] if self.blocks else None
+        if block and block[0] == "h" and block[1] == level and self._same_block(line, role):
+            block[2] = f"{block[2]} {text}"
+        else:
+            self.blocks.append(["h", level, text])
+        self.block_id = role.block if role is not None else -1
+
+    def _code(self, line: Line) -> None:
+        block = self.blocks[-1] if self.blocks else None
+        last = self.last
+        if (
+            block
+            and block[0] == "code"
+            and last is not None
+            and last.page == line.page
+            and last.bottom - line.top <= CODE_GAP * line.size
+        ) or (block and block[0] == "code" and last is not None and last.page != line.page):
+            block[1].append(line)
+        else:
+            self.blocks.append(["code", [line]])
+        self.block_id = -1
+
+    def _item(self, line: Line, role) -> None:
+        words = line.words
+        text = line.text
+        marker = "-"
+        labels = [start for start, r in words if r is not None and r.label]
+        if labels:  # the item's label is text: a bullet goes, a number is the marker
+            end = next((start for start, r in words if r is None or not r.label), len(text))
+            label = text[:end].strip()
+            text = text[end:]
+            ordinal = _ORDINAL.fullmatch(label)
+            if ordinal and ordinal.group(1).isdigit():
+                marker = f"{ordinal.group(1)}."
+        text = " ".join(text.split())
+        block = self.blocks[-1] if self.blocks else None
+        if block and block[0] == "li" and role.item == self.item and not labels:
+            block[3] = self._join(block[3], text)
+        else:
+            self.blocks.append(["li", max(0, role.depth - 1), marker, text])
+        self.item = role.item
+        self.block_id = role.block
+
+    def _text(self, line: Line, role) -> None:
+        text = " ".join(line.text.split())
+        bullet = _BULLET.match(text) if role is None else None
+        block = self.blocks[-1] if self.blocks else None
+        if bullet and bullet.group(1) in "•◦▪▫●○■□‣⁃∙·":
+            self.blocks.append(["li", 0, "-", text[bullet.end() :]])
+            self.item = -1
+        elif block and block[0] in ("p", "li") and self._continues(line, role, block):
+            block[-1] = self._join(block[-1], text)
+        else:
+            self.blocks.append(["p", text])
+        self.block_id = role.block if role is not None else -1
+
+    def _table(self, line: Line, role) -> None:
+        key = (line.page, role.table)
+        block = self.tables.get(key)
+        if block is None or self.blocks[-1] is not block:  # new, or resumed after a heading
+            block = self.tables[key] = ["table", {}]
+            self.blocks.append(block)
+        table = block[1]
+        text, words = line.text, line.words
+        cell = (role.row, role.cell)
+        for index, (start, word_role) in enumerate(words):
+            end = words[index + 1][0] if index + 1 < len(words) else len(text)
+            if word_role is not None and word_role.table == role.table and word_role.cell >= 0:
+                cell = (word_role.row, word_role.cell)
+            table.setdefault(cell, []).append(text[start:end].strip())
+        self.block_id = -1
+
+    # -- joining -------------------------------------------------------------------------
+
+    def _same_block(self, line: Line, role) -> bool:
+        last = self.last
+        if last is None or last.page != line.page:
+            return False
+        if role is not None and role.block >= 0 and self.block_id >= 0:
+            return role.block == self.block_id
+        return last.bottom - line.top <= PARAGRAPH_GAP * max(line.size, last.size)
+
+    def _continues(self, line: Line, role, block) -> bool:
+        """The line goes on the paragraph (or untagged list item) the last line was in."""
+        last = self.last
+        if last is None or last.mono:
+            return False
+        previous = block[-1]
+        if last.page != line.page:  # a paragraph goes on over the page break
+            return not _SENTENCE_END.search(previous) and (
+                line.text.lstrip()[:1].islower() or previous.endswith(("-",) + _SOFT_HYPHENS)
+            )
+        if role is not None and role.block >= 0 and self.block_id >= 0:
+            return role.block == self.block_id
+        if block[0] == "li" and line.x0 <= last.x0 - line.size and self.item >= 0:
+            return False
+        if abs(line.size - last.size) > 0.15 * last.size:
+            return False
+        if last.bottom - line.top > PARAGRAPH_GAP * max(line.size, last.size):
+            return False
+        # A line that ended well short of the text's right edge, with a full stop,
+        # ended its paragraph.
+        short = last.x1 < self.right.get(last.page, last.x1) - 4 * last.size
+        return not (short and _SENTENCE_END.search(previous))
+
+    def _join(self, text: str, more: str) -> str:
+        if not text:
+            return more
+        if text.endswith(_SOFT_HYPHENS):
+            return text[:-1] + more
+        if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and more[:1].islower():
+            head = _LETTERS.search(text[:-1])
+            tail = _LEADING_LETTERS.match(more)
+            if head and tail:
+                whole = (head.group() + tail.group()).lower()
+                hyphenated = f"{head.group()}-{tail.group()}".lower()
+                if hyphenated in self.lexicon and whole not in self.lexicon:
+                    return text + more  # a compound's own hyphen, at the line's end
+            return text[:-1] + more
+        return f"{text} {more}"
+
+
+# -- rendering -------------------------------------------------------------------------
+
+
+def render(block) -> str:
+    kind = block[0]
+    if kind == "h":
+        return f"{'#' * block[1]} {block[2]}"
+    if kind == "p":
+        return block[1]
+    if kind == "li":
+        return f"{'  ' * block[1]}{block[2]} {block[3]}"
+    if kind == "code":
+        return _code(block[1])
+    return _table(block[1])
+
+
+def _code(lines: list[Line]) -> str:
+    left = min(line.x0 for line in lines)
+    widths = [
+        (line.x1 - line.x0) / len(line.text.strip()) for line in lines if len(line.text.strip()) > 4
+    ]
+    width = sorted(widths)[len(widths) // 2] if widths else 0
+    rows = []
+    for line in lines:
+        indent = round((line.x0 - left) / width) if width > 0 else 0
+        rows.append(" " * min(indent, 40) + line.text.strip())
+    fence = "````" if any("```" in row for row in rows) else "```"
+    return "\n".join([fence, *rows, fence])
+
+
+LAYOUT_CELL_WORDS = 50  # a cell with more words holds prose: the table is for layout
+
+
+def _table(cells: dict[tuple[int, int], list[str]]) -> str:
+    if not cells:
+        return ""
+    rows = sorted({row for row, _ in cells})
+    columns = sorted({col for (_, col), words in cells.items() if any(words)})
+    grid = [[_cell(cells.get((row, col), [])) for col in columns] for row in rows]
+    if (
+        len(rows) < 2
+        or len(columns) < 2
+        or any(len(cell.split()) > LAYOUT_CELL_WORDS for row in grid for cell in row)
+        or sum(1 for row in grid if sum(1 for cell in row if cell) < 2) * 2 > len(grid)
+    ):  # a table for layout (prose in it, rows of one cell): its text, row by row
+        return "\n\n".join(" ".join(filter(None, row)) for row in grid if any(row))
+    lines = [_row(grid[0]), _row(["---"] * len(columns))]
+    lines += [_row(row) for row in grid[1:]]
+    return "\n".join(lines)
+
+
+def _cell(words: list[str]) -> str:
+    return " ".join(" ".join(words).split()).replace("|", "\\|")
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"

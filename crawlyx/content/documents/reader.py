@@ -1,0 +1,75 @@
+"""A PDF read as a page: the fields :func:`crawlyx.content.page.analyze` gives an HTML
+page, from the document's text (:mod:`crawlyx.content.documents.layout`), metadata and
+link annotations. Runs in a worker process."""
+
+from __future__ import annotations
+
+import re
+from base64 import b64encode
+
+from crawlyx.content.boilerplate import block_keys
+from crawlyx.content.documents import Unreadable, layout, pdf
+from crawlyx.content.page import digest
+from crawlyx.frontier.fingerprint import normalized_fingerprint
+from crawlyx.urls.normalize import fetch_form, normalize_url
+from crawlyx.urls.traps import content_signature, url_pattern
+
+MIN_TEXT = 16  # characters of text, at least, in a readable document
+# A title a writer left in the metadata by default: the file's name, not its title.
+_FILE_TITLE = re.compile(
+    r"^(?:microsoft\s+\w+\s+-\s+)?.*\.(?:docx?|pdf|tex|dvi|indd|pptx?|xlsx?|odt|rtf|html?)$"
+    r"|^untitled|^[a-z]+://",
+    re.IGNORECASE,
+)
+
+
+def read_pdf(body: bytes, url: str, scope: str | None, *, neardup: bool = False) -> dict:
+    doc = pdf.read(body)
+    text, headings = layout.markdown(doc)
+    if sum(1 for char in text if not char.isspace()) < MIN_TEXT:
+        if doc.images:
+            raise Unreadable("no text: its pages are images (a scan without a text layer)")
+        raise Unreadable("no text in the PDF")
+    title = (doc.title or "").strip()
+    if not title or _FILE_TITLE.search(title):
+        title = headings[0] if headings else None
+    data = {
+        "title": title or None,
+        "description": (doc.description or "").strip() or None,
+        "lang": doc.lang,
+        "canonical": None,
+        "links": _links(doc.links, url, scope),
+        "anchors": {},
+        "robots": [],
+        "frames": [],
+        "shell": False,
+        "markdown": text,
+    }
+    data["blocks"] = block_keys(text)
+    data["digest"] = digest(text)
+    data["signature"] = content_signature(text) if url_pattern(url) else None
+    if neardup:
+        from crawlyx.graph.neardup import signature
+
+        data["neardup"] = b64encode(signature(text)).decode()
+    return data
+
+
+def _links(uris: list[str], base: str, scope: str | None) -> dict:
+    """The document's links on the crawl's origin, as :func:`crawlyx.content.page.analyze`
+    gives a page's: normalized URL -> (the URL to fetch, its fingerprint)."""
+    found: dict[str, tuple[str, str]] = {}
+    if scope is None:
+        return found
+    prefix = scope + "/"
+    for uri in uris:
+        uri = uri.strip()
+        if not uri.lower().startswith(("http:", "https:", "/", ".")) and ":" in uri[:12]:
+            continue  # mailto:, javascript:...
+        try:
+            link = normalize_url(uri, base)
+        except ValueError:
+            continue
+        if link.startswith(prefix) and link not in found:
+            found[link] = (fetch_form(link, uri), normalized_fingerprint(link))
+    return found

@@ -1,0 +1,135 @@
+"""PDFs made for the tests: printed by Chromium from HTML served on 127.0.0.1 (a tagged
+PDF, as browsers and office suites write them), or written here object by object (an
+untagged one, as many older tools write them; one without text; one with a password)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+from tests.site import Serving
+
+
+def print_to_pdf(chromium: str, html: str, header_footer: bool = True) -> bytes:
+    """``html`` served on 127.0.0.1 and printed by headless Chromium (A4/Letter, with its
+    running header and footer unless ``header_footer`` is false)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    with tempfile.TemporaryDirectory() as tmp, Serving(Handler) as server:
+        out = Path(tmp) / "out.pdf"
+        command = [
+            chromium, "--headless", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            f"--user-data-dir={tmp}/profile", f"--print-to-pdf={out}",
+        ]  # fmt: skip
+        if os.geteuid() == 0:
+            command.append("--no-sandbox")
+        if not header_footer:
+            command.append("--no-pdf-header-footer")
+        command.append(f"{server.base}/")
+        subprocess.run(command, capture_output=True, timeout=60, check=True)
+        return out.read_bytes()
+
+
+# -- written by hand ---------------------------------------------------------------------
+
+FONTS = {"F1": "Helvetica", "F2": "Helvetica-Bold", "F3": "Courier"}
+WIDTH, HEIGHT = 612, 792
+
+
+def _escape(text: str) -> bytes:
+    data = text.encode("cp1252")
+    return data.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
+
+
+def _assemble(objects: list[bytes], trailer: bytes = b"") -> bytes:
+    """A PDF of ``objects`` (object 1 the catalog), with its cross-reference table."""
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R %s>>\n" % (len(objects) + 1, trailer)
+    out += b"startxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)
+
+
+def text_pdf(pages: list[list[tuple]], title: str | None = None, trailer: bytes = b"") -> bytes:
+    """An untagged PDF: each page a list of (x, y, size, text[, font]) lines, y from the
+    bottom of a Letter page; font F1 Helvetica, F2 Helvetica-Bold, F3 Courier."""
+    fonts = b" ".join(
+        b"/%s << /Type /Font /Subtype /Type1 /BaseFont /%s /Encoding /WinAnsiEncoding >>"
+        % (name.encode(), base.encode())
+        for name, base in FONTS.items()
+    )
+    objects: list[bytes] = [b"", b""]  # the catalog and the page tree, filled in below
+    kids = []
+    for lines in pages:
+        stream = bytearray()
+        for x, y, size, text, *font in lines:
+            name = (font[0] if font else "F1").encode()
+            stream += b"BT /%s %d Tf %d %d Td (%s) Tj ET\n" % (name, size, x, y, _escape(text))
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream")
+        content = len(objects)
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents %d 0 R"
+            b" /Resources << /Font << %s >> >> >>" % (WIDTH, HEIGHT, content, fonts)
+        )
+        kids.append(b"%d 0 R" % len(objects))
+    objects[0] = b"<< /Type /Catalog /Pages 2 0 R >>"
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), len(kids))
+    if title is not None:
+        objects.append(b"<< /Title (%s) >>" % _escape(title))
+        trailer += b"/Info %d 0 R " % len(objects)
+    return _assemble(objects, trailer)
+
+
+def image_pdf(pages: int = 2) -> bytes:
+    """A scan: pages that draw an image and hold no text."""
+    pixels = bytes(range(256)) * 4  # 32 x 32 grey
+    objects: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>", b""]
+    objects.append(
+        b"<< /Type /XObject /Subtype /Image /Width 32 /Height 32 /ColorSpace /DeviceGray"
+        b" /BitsPerComponent 8 /Length %d >>\nstream\n" % len(pixels) + pixels + b"\nendstream"
+    )
+    kids = []
+    for _ in range(pages):
+        stream = b"q 500 0 0 700 56 46 cm /Im1 Do Q\n"
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream")
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
+            b" /Resources << /XObject << /Im1 3 0 R >> >> >>" % len(objects)
+        )
+        kids.append(b"%d 0 R" % len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), len(kids))
+    return _assemble(objects)
+
+
+def encrypted_pdf() -> bytes:
+    """A PDF locked with a password no one here knows (the standard security handler,
+    RC4 40-bit: its O and U entries fit no empty password)."""
+    pdf = text_pdf([[(72, 700, 12, "A secret nobody may read without the password.")]])
+    o, u = os.urandom(32).hex().encode(), os.urandom(32).hex().encode()
+    ident = os.urandom(16).hex().encode()
+    head, _, tail = pdf.rpartition(b"trailer\n<< ")
+    # The encryption dictionary as a direct object of the trailer.
+    encrypt = b"/Encrypt << /Filter /Standard /V 1 /R 2 /O <%s> /U <%s> /P -44 >> " % (o, u)
+    return head + b"trailer\n<< " + encrypt + b"/ID [<%s> <%s>] " % (ident, ident) + tail
