@@ -136,6 +136,7 @@ class Addon:
         check_known(settings)
         check_types(settings)
         check_redis_url(settings)
+        from crawlyx import log
         from crawlyx.breadth.bots import BotTable
         from crawlyx.cost.model import Prices
         from crawlyx.extensions.audit import Audit
@@ -154,6 +155,7 @@ class Addon:
         ttl_seconds(settings)
         Metrics.check_settings(settings)
         Prices.from_settings(settings)
+        log.check_settings(settings)
         Audit.check_settings(settings)
         WindowMiddleware.check_settings(settings)
         Breadth.check_settings(settings)

@@ -6,12 +6,25 @@ the job and how to resume it, and the summary when it ends. They are logged at I
 writes them to stderr all the same, bare (:func:`configure`). Scrapy's dump of the
 overridden settings, the same on every run and the bulk of the log's start, goes down to
 DEBUG.
+
+With ``CRAWLYX_LOG_FORMAT=json`` every record is one line holding one JSON object
+(:func:`use_json`): ``timestamp`` (UTC), ``level``, ``logger``, ``message``, and, when the
+record is about a URL, ``url`` and ``trace_id``: the URL's request fingerprint
+(crawlyx/frontier/fingerprint.py), the same on every line about it, in every process of
+the job and in its Redis state. A record is about the URL it carries: a request or a
+response among its arguments (Scrapy's "Crawled" and "Scraped" lines, a spider error),
+a URL logged as an argument, or ``extra={"url": ...}``. An exception's traceback is the
+``exception`` field, not lines of its own.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+import traceback
+from collections.abc import Mapping
+from datetime import UTC, datetime
 
 SHOWN = {"crawlyx_shown": True}  # logging's extra: a line shown at any log level
 
@@ -37,3 +50,80 @@ def _settings_dump_at_debug(record: logging.LogRecord) -> bool:
     if isinstance(record.msg, str) and record.msg.startswith(SETTINGS_DUMP):
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
     return True
+
+
+FORMATS = ("text", "json")
+
+
+def check_settings(settings) -> str:
+    """CRAWLYX_LOG_FORMAT; ValueError (one line naming it) if it is not a format."""
+    value = settings.get("CRAWLYX_LOG_FORMAT")
+    fmt = str(value or "text").strip().lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"CRAWLYX_LOG_FORMAT ({value}) must be one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def use_json(settings) -> None:
+    """Before Scrapy sets its log up (the crawl command, as its options are read): its
+    handler writes the message alone, and every record's message is its JSON object."""
+    settings.set("LOG_FORMAT", "%(message)s", priority="cmdline")
+    logging.setLogRecordFactory(JsonRecord)
+
+
+class JsonRecord(logging.LogRecord):
+    """A log record whose message is the record as one JSON object (see the module
+    docstring). Its traceback goes into the object: a handler's formatter then has
+    none left to append on lines of its own."""
+
+    _json: str | None = None
+
+    def getMessage(self) -> str:  # noqa: N802 - logging's name
+        if self._json is None:
+            self._json = json.dumps(self._fields(), ensure_ascii=False, default=str)
+        return self._json
+
+    def _fields(self) -> dict:
+        fields = {
+            "timestamp": datetime.fromtimestamp(self.created, UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": self.levelname,
+            "logger": self.name,
+            "message": super().getMessage(),
+        }
+        url, trace = about(self)
+        if url is not None:
+            fields["url"] = url
+            fields["trace_id"] = trace
+        if self.exc_info:
+            fields["exception"] = "".join(traceback.format_exception(*self.exc_info)).rstrip()
+        elif self.exc_text:
+            fields["exception"] = self.exc_text
+        if self.stack_info:
+            fields["stack"] = self.stack_info
+        self.exc_info = self.exc_text = self.stack_info = None
+        return fields
+
+
+def about(record: logging.LogRecord) -> tuple[str | None, str | None]:
+    """(URL, its fingerprint) a record is about, or (None, None)."""
+    from scrapy.http import Request, Response
+
+    from crawlyx.frontier.fingerprint import url_fingerprint
+
+    url = getattr(record, "url", None)
+    if isinstance(url, str):
+        return url, url_fingerprint(url)
+    args = record.args
+    values = args.values() if isinstance(args, Mapping) else args or ()
+    if isinstance(args, Mapping) and "request" in args:  # a redirect's: "to ... from request"
+        values = [args["request"], *values]
+    for value in values:
+        if isinstance(value, Response):
+            value = value.request if value.request is not None else value.url
+        if isinstance(value, Request):
+            return value.url, url_fingerprint(value.url, value.method, value.body)
+        if isinstance(value, str) and value.startswith(("http://", "https://")):
+            return value, url_fingerprint(value)
+    return None, None

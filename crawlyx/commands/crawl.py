@@ -79,6 +79,11 @@ class Command(ScrapyCrawl):
 
     def check_options(self, args, opts):
         super().process_options(args, opts)
+        try:  # before Scrapy sets its log up (a bad value is reported with the others)
+            if log.check_settings(self.settings) == "json":
+                log.use_json(self.settings)
+        except ValueError:
+            pass
         # The settings as the crawler process will have them (the DNS resolver is the
         # add-on's); the add-on's other settings are below the project's, never in the way.
         settings = self.settings.copy()
