@@ -37,6 +37,9 @@ ERROR_CLASSES = (
     "opted_out",
     "out_of_scope",
     "gone",
+    # a document (CRAWLYX_DOCUMENTS) that cannot be read: encrypted, broken, no text
+    "unreadable",
+    "not_a_page",  # a response of a type crawlyx does not read: an image, an archive...
 )
 
 # The classes of a URL that was fetched (or tried) and did not come back fine.

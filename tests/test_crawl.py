@@ -44,9 +44,10 @@ def test_every_page_once_and_no_resource_fetched_twice(site, crawl):
     assert result.stat("crawlyx/error/http_4xx") == "1"
     assert result.stat("crawlyx/frontier/lost_leases") is None
     assert result.stat("finish_reason") == "'finished'"
-    # Non-HTML resources are fetched but are not pages.
+    # A PDF that is none (its body is a line of text) is fetched, and recorded as such.
     assert site.counts["/file.pdf"] == 1
     assert not any(url.endswith(".pdf") for url in result.urls)
+    assert result.stat("crawlyx/error/unreadable") == "1"
 
 
 def test_item_fields(site, crawl):
@@ -362,11 +363,13 @@ def test_redirect_hops_are_held_to_the_crawls_rules(crawl, tmp_path):
     for error_class in ("out_of_scope", "trap"):
         count = sum(1 for line in lines if line["class"] == error_class)
         assert result.stat(f"crawlyx/error/{error_class}") == str(count)
-    # Every fetched URL is accounted for: an item, an error, a resource that is not a
-    # page, or a redirect followed to its target (/redirect-me to a page crawled anyway).
+    # Every fetched URL is accounted for: an item, an error (a PDF that is none too),
+    # robots.txt and sitemaps, or a redirect followed to its target (/redirect-me to a
+    # page crawled anyway).
+    assert by_rid["/file.pdf"]["class"] == "unreadable"
     not_pages = {"/robots.txt", "/sitemap_index.xml", "/sitemap-pages.xml", "/sitemap.xml"}
     followed = set(site.counts) - {_rid(site, u) for u in result.urls} - set(by_rid)
-    assert followed - not_pages - {"/file.pdf"} == {"/start", "/redirect-me", "/old"}
+    assert followed - not_pages == {"/start", "/redirect-me", "/old"}
     # Those three, and the loop's first hop.
     assert result.stat("crawlyx/frontier/redirected") == "4"
 

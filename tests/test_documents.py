@@ -4,11 +4,16 @@ Chromium from HTML served on 127.0.0.1, or written object by object (tests/pdfs.
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 import pytest
 
 from crawlyx.content.documents import Unreadable
 from crawlyx.content.documents.reader import read_pdf
+from tests.conftest import crawl_command, crawl_env
 from tests.pdfs import encrypted_pdf, image_pdf, print_to_pdf, text_pdf
+from tests.site import QuietHandler, Serving
 
 MANUAL = """<!doctype html><html lang="en"><head><title>Widget Manual</title><style>
 body {{ font: 12pt serif; margin: 0 }}
@@ -128,3 +133,111 @@ def test_an_untagged_pdf_reads_as_markdown():
 def test_an_unreadable_pdf_says_why(body, detail):
     with pytest.raises(Unreadable, match=detail):
         read_pdf(body, "http://127.0.0.1:9/x.pdf", "http://127.0.0.1:9")
+
+
+HOME = """<html><head><title>Home</title></head><body><h1>Home</h1><p>Files.</p>
+<a href="/manual.pdf">manual</a> <a href="/handbook">handbook</a>
+<a href="/secret.pdf">secret</a> <a href="/broken.pdf">broken</a> <a href="/scan.pdf">scan</a>
+<a href="/private.pdf">private</a> <a href="/logo.png">logo</a> <a href="/bundle.zip">zip</a>
+<a href="/data.json">data</a></body></html>"""
+
+PARTS = "<html><head><title>Parts</title></head><body><h1>Parts</h1><p>Gears.</p></body></html>"
+
+
+class DocumentSite(Serving):
+    def __init__(self):
+        self.bodies: dict[str, tuple[str, bytes, dict]] = {}
+        site = self
+
+        class Handler(QuietHandler):
+            def do_GET(self):  # noqa: N802
+                if self.path not in site.bodies:
+                    return self.reply(404, "not found")
+                ctype, body, headers = site.bodies[self.path]
+                return self.reply(200, body, ctype, headers)
+
+        super().__init__(Handler)
+        pdf = "application/pdf"
+        self.bodies.update(
+            {
+                "/": ("text/html", HOME.encode(), {}),
+                "/parts": ("text/html", PARTS.encode(), {}),
+                # A PDF by its first bytes: its Content-Type says nothing.
+                "/handbook": ("application/octet-stream", handbook(), {}),
+                "/secret.pdf": (pdf, encrypted_pdf(), {}),
+                "/broken.pdf": (pdf, b"%PDF-1.4 cut short", {}),
+                "/scan.pdf": (pdf, image_pdf(), {}),
+                "/private.pdf": (pdf, handbook(), {"X-Robots-Tag": "noindex"}),
+                "/logo.png": ("image/png", b"\x89PNG\r\n\x1a\n" + bytes(64), {}),
+                "/bundle.zip": ("application/zip", b"PK\x03\x04" + bytes(64), {}),
+                "/data.json": ("application/json", b'{"a": 1}', {}),
+            }
+        )
+
+
+def _errors(path) -> dict[str, tuple[str, str]]:
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    found = {line["url"]: (line["class"], line["detail"]) for line in lines}
+    assert len(found) == len(lines), "a URL recorded twice"
+    return found
+
+
+def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
+    with DocumentSite() as site:
+        base = site.base
+        site.bodies["/manual.pdf"] = ("application/pdf", manual_pdf(base), {})
+        errors = tmp_path / "errors.jsonl"
+        result = crawl(f"start={base}/", f"errors={errors}")
+        assert result.returncode == 0, result.log[-3000:]
+        items = {item["url"]: item for item in result.items}
+        # The PDFs read are pages; a link in one is followed.
+        assert sorted(items) == [f"{base}{p}" for p in ("/", "/handbook", "/manual.pdf", "/parts")]
+        manual = items[f"{base}/manual.pdf"]
+        assert manual["title"] == "Widget Manual" and manual["status"] == 200
+        assert manual["markdown"].startswith("# Widget Manual\n")
+        assert "| Gear wheel | 12.50 | 40 g |" in manual["markdown"]
+        assert manual["links"] == [f"{base}/parts"] and manual["render"] == "http"
+        assert items[f"{base}/parts"]["referrer"] == f"{base}/manual.pdf"
+        assert "## Chapter 3 notes" in items[f"{base}/handbook"]["markdown"]
+        assert result.stat("crawlyx/documents/pdf") == "3"  # the opted-out one was read too
+        # Every other response: one line, one class.
+        found = _errors(errors)
+        assert {url.removeprefix(base): cls for url, (cls, _) in found.items()} == {
+            "/secret.pdf": "unreadable",
+            "/broken.pdf": "unreadable",
+            "/scan.pdf": "unreadable",
+            "/private.pdf": "opted_out",
+            "/logo.png": "not_a_page",
+            "/bundle.zip": "not_a_page",
+            "/data.json": "not_a_page",
+        }
+        assert found[f"{base}/secret.pdf"][1] == "encrypted: the PDF needs a password"
+        assert found[f"{base}/logo.png"][1] == "image/png: an image, not a page"
+        assert found[f"{base}/bundle.zip"][1] == "application/zip: an archive, not a page"
+        assert result.stat("crawlyx/error/unreadable") == "3"
+        assert result.stat("crawlyx/error/not_a_page") == "3"
+
+        # With documents off, a PDF is no page either: recorded, not read.
+        errors_off = tmp_path / "errors-off.jsonl"
+        off = crawl(f"start={base}/", f"errors={errors_off}", settings={"CRAWLYX_DOCUMENTS": ""})
+        assert off.returncode == 0, off.log[-3000:]
+        assert sorted(off.urls) == [f"{base}/"]
+        found = _errors(errors_off)
+        assert found[f"{base}/manual.pdf"] == (
+            "not_a_page",
+            "application/pdf: a PDF (not in CRAWLYX_DOCUMENTS)",
+        )
+        assert found[f"{base}/handbook"][0] == "not_a_page"
+        assert len(found) == 9  # every link of the home page
+        assert off.stat("crawlyx/documents/pdf") is None
+
+
+def test_an_unknown_document_type_stops_the_crawl(tmp_path):
+    command = crawl_command(
+        tmp_path / "out.jsonl",
+        "start=http://127.0.0.1:9/",
+        settings={"CRAWLYX_DOCUMENTS": "pdf,docx"},
+    )
+    proc = subprocess.run(command, env=crawl_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "CRAWLYX_DOCUMENTS: unknown document type 'docx'; known: pdf" in proc.stderr

@@ -40,6 +40,7 @@ from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 
 from crawlyx.content import LINK_STYLES
+from crawlyx.content.documents import read_document
 from crawlyx.content.sitemap import read_sitemap
 from crawlyx.process import running
 
@@ -237,6 +238,7 @@ class PageWorkers:
         self.workers = max(1, workers)
         # neardup: each page's near-duplicate signature, for the link graph (crawlyx.graph).
         self.analyze = partial(read_page, main_content=main_content, links=links, neardup=neardup)
+        self.neardup = neardup
         self.crawler = crawler  # for its stats, if any
         self.timeout = timeout  # a page read's budget, seconds; 0: none
         self.resubmitted = 0  # reads lost with a pool killed for another read, read again
@@ -292,6 +294,14 @@ class PageWorkers:
             raise
         finally:
             tally.finished(started, failure)
+
+    async def read_document(self, kind: str, body: bytes, url: str, scope: str | None) -> dict:
+        """:func:`crawlyx.content.documents.read_document` (a PDF...), in a worker, within
+        the read budget of any page."""
+        self._inc("crawlyx/workers/documents")
+        return await self.run(
+            read_document, kind, body, url, scope, self.neardup, timeout=self.timeout
+        )
 
     async def read_sitemap(self, body: bytes, max_bytes: int) -> tuple[str, list[str]]:
         """:func:`crawlyx.content.sitemap.read_sitemap` of the document, in a worker."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import islice
 
 from scrapy import Request, Spider, signals
@@ -20,6 +20,7 @@ from twisted.python.failure import Failure
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
+from crawlyx.content.documents import Unreadable, document_types, kind_of
 from crawlyx.content.outline import read_outline
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
@@ -67,6 +68,7 @@ class SiteSpider(Spider):
         (render=always without a browser), before anything starts."""
         render.check(render.requested(arguments, settings), settings)
         max_links(settings)
+        document_types(settings)
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
@@ -77,6 +79,7 @@ class SiteSpider(Spider):
         spider.browser_meta = render.browser_meta(settings)
         spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
         spider.max_links = max_links(settings)
+        spider.documents = document_types(settings)
         spider.scope = Scope(
             TrapRules.from_settings(settings),
             spider.args.allow,
@@ -181,11 +184,9 @@ class SiteSpider(Spider):
             if self.graph is not None:  # not read again: its links are not known this run
                 self.graph.outcome(url, status=304, depth=response.meta.get("depth"))
             return
-        if not isinstance(response, HtmlResponse):
-            if self.graph is not None:  # fetched, not a page: its status is all there is
-                self.graph.outcome(
-                    response.url, status=response.status, depth=response.meta.get("depth")
-                )
+        if not isinstance(response, HtmlResponse):  # a document (a PDF), or no page
+            for output in await self._document(response, url):
+                yield output
             return
         depth = response.meta.get("depth", 0)
         referrer = response.meta.get("crawlyx_referrer")
@@ -225,6 +226,37 @@ class SiteSpider(Spider):
             response.request, url, depth, referrer, page, directives, facts, kind
         ):
             yield output
+
+    async def _document(self, response, url: str) -> list:
+        """A response that is no HTML page: a document of CRAWLYX_DOCUMENTS read into a
+        page, else recorded under the one class that says why it is none
+        (crawlyx/content/documents/)."""
+        depth = response.meta.get("depth", 0)
+        referrer = response.meta.get("crawlyx_referrer")
+        kind, what = kind_of(response, self.documents)
+        record = partial(self.errors.record, url, referrer=referrer, status=response.status)
+        if kind is None:
+            record("not_a_page", what, depth=depth)
+            return []
+        try:
+            page = await self.workers.read_document(
+                kind, response.body, response.url, self.scope.origin
+            )
+        except ReadTimeout as exc:
+            record("read_timeout", str(exc), depth=depth)
+            return []
+        except Unreadable as exc:  # encrypted, broken, no text
+            record("unreadable", str(exc), depth=depth)
+            return []
+        except Exception as exc:  # it killed its worker, or the reader failed
+            record("parse", f"{type(exc).__name__}: {exc}", depth=depth)
+            return []
+        self.crawler.stats.inc_value(f"crawlyx/documents/{kind}")
+        self._cap_links(page)
+        directives = self.opt_out.directives(response.headers, page["robots"])
+        facts = _facts(response)
+        request = response.request
+        return list(self._emit(request, url, depth, referrer, page, directives, facts, "http"))
 
     def _emit(self, request, url, depth, referrer, page, directives, facts, kind):
         """Follow a read page's links and emit its item, within the crawl's limits."""
