@@ -9,22 +9,20 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections import Counter
-from http.server import ThreadingHTTPServer
 
 import psutil
 import pytest
 
 from tests.conftest import crawl_command, crawl_env, read_items
-from tests.site import QuietHandler
+from tests.site import QuietHandler, Serving
 
 PAGES = 60
 BIG_ROWS = 40_000  # a page of some MB: a worker reads it for a while
 
 
-class BookSite:
+class BookSite(Serving):
     """``/`` links ``/big``, then ``/p/0`` .. ``/p/{PAGES-1}`` (served slowly)."""
 
     def __init__(self, latency: float):
@@ -50,20 +48,10 @@ class BookSite:
                     return self.reply(200, _page(f"Page {self.path}", ["/"]))
                 return self.reply(404, "<html><body>not found</body></html>")
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        super().__init__(Handler)
 
     def expected(self) -> set[str]:
         return {self.base + p for p in ["/", "/big", *(f"/p/{i}" for i in range(PAGES))]}
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _page(title: str, links: list[str], extra: str = "") -> str:

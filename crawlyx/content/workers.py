@@ -38,6 +38,7 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
+from multiprocessing import forkserver
 
 from crawlyx.content import LINK_STYLES
 from crawlyx.content.documents import read_document
@@ -199,6 +200,21 @@ class WorkerDied(Exception):
 POISON_DEATHS = 2
 
 
+def _start_fork_server() -> None:
+    """Start the fork server with Ctrl-C ignored (a terminal sends it to the whole
+    process group): a Python process whose parent ignored SIGINT leaves it ignored, so
+    the server is deaf to it while it imports, and so are the workers it forks. The crawl
+    process ignores it only while the server is spawned (a few milliseconds), from the
+    main thread, where signals are handled."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # started with the first worker; each worker ignores it as it starts
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Pool(ProcessPoolExecutor):
     """A pool of workers with their :class:`Board`; ``killed`` once a worker of it was
     killed for running past its budget."""
@@ -211,6 +227,7 @@ class Pool(ProcessPoolExecutor):
         # what it imported would be counted again in its RSS (each worker imports the
         # page-reading code as it starts, see _start_worker).
         context.set_forkserver_preload(["crawlyx.content.workers"])
+        _start_fork_server()
         self.board = Board(context, workers)
         self.killed = False
         super().__init__(
