@@ -2,17 +2,18 @@
 
 A crawl is a process tree: the crawl process itself, its page workers (a fork server
 and the workers it forks, see crawlyx/content/workers.py), the browser (the Playwright
-driver and the Chromium it launches, crawlyx/render/browser.py) and, when crawlyx
-started it, the embedded Redis (its watchdog and the server, crawlyx/frontier/watchdog.py).
-Each child of the crawl process is put in a component by what it runs, and everything
-below it goes with it.
+driver, the Chromium it launches and Chromium's own processes, crawlyx/render/browser.py)
+and, when crawlyx started it, the embedded Redis (its watchdog and the server,
+crawlyx/frontier/watchdog.py). Each child of the crawl process is put in a component by
+what it runs, and everything below it goes with it.
 
-A process's CPU time is read from the system (user + system seconds). A process that
-ends keeps the time it had at its last sample: what it used after that is lost, unless
-the crawl process waits for it (the browser's driver, at close), which then shows in
-the crawl process's own account of its waited-for children, and is given to the
-components whose processes ended since the last sample. Samples are a few
-milliseconds of reading ``/proc``: they run on a timer, never per page.
+A process's CPU time is read from the system: its own (user + system seconds) and that of
+its children it waited for, which the system adds to its account as they end. So a
+process that lives between two samples (a renderer Chromium starts for a page) is not
+lost: its time is its parent's from then on. The children of the crawl process itself are
+waited for by the crawl process: the time its account gains when one of them ends goes
+to that child's component. Samples are a few milliseconds of reading ``/proc``: they run
+on a timer, never per page.
 """
 
 from __future__ import annotations
@@ -52,13 +53,11 @@ class ProcessMeter:
 
     def __init__(self, pid: int | None = None):
         self.root = psutil.Process(pid or os.getpid())
-        # (pid, start time) -> (component, CPU seconds at its last sample, the key of the
-        # root's child it is under), for every process of the tree seen so far: a pid
-        # reused by a new process is a new key.
-        self._seen: dict[tuple, tuple[str, float, tuple]] = {}
-        self._children: set[tuple] = set()  # the root's children at the last sample
+        # The root's children at the last sample: (pid, start time) -> (component, the CPU
+        # seconds of the child and everything under it). A pid reused is a new key.
+        self._children: dict[tuple, tuple[str, float]] = {}
         self._waited = self._waited_for()
-        self._extra: Counter = Counter()  # component -> CPU of ended processes, unsampled
+        self._ended: Counter = Counter()  # component -> CPU of the root's children that ended
 
     def _waited_for(self) -> float:
         times = self.root.cpu_times()
@@ -66,60 +65,45 @@ class ProcessMeter:
 
     def sample(self) -> Sample:
         rss: Counter = Counter()
+        cpu: Counter = Counter(dict.fromkeys(COMPONENTS, 0.0))
         root_times = self.root.cpu_times()
+        cpu["crawl"] += root_times.user + root_times.system
         rss["crawl"] += self.root.memory_info().rss
-        children: set[tuple] = set()
+        children: dict[tuple, tuple[str, float]] = {}
         for child in self.root.children():
             component = component_of(child)
             try:
+                key = (child.pid, child.create_time())
                 tree = [child, *child.children(recursive=True)]
             except psutil.Error:
-                tree = [child]
-            top = None
+                continue  # ended meanwhile: the root waited for it, or will
+            used = 0.0
             for process in tree:
                 try:
                     with process.oneshot():
-                        key = (process.pid, process.create_time())
                         times = process.cpu_times()
                         rss[component] += process.memory_info().rss
                 except psutil.Error:
-                    continue  # gone meanwhile: it keeps its last sample
-                if process is child:
-                    top = key
-                    children.add(key)
-                self._seen[key] = (component, times.user + times.system, top)
+                    continue  # ended meanwhile: its parent's account has it, or will
+                used += times.user + times.system + times.children_user + times.children_system
+            children[key] = (component, used)
+            cpu[component] += used
         self._account_ended(children)
-        cpu: Counter = Counter(dict.fromkeys(COMPONENTS, 0.0))
-        cpu["crawl"] += root_times.user + root_times.system
-        for component, seconds, _ in self._seen.values():
-            cpu[component] += seconds
-        cpu.update(self._extra)
+        cpu.update(self._ended)
         return Sample(dict(cpu), {name: rss.get(name, 0) for name in COMPONENTS})
 
-    def _account_ended(self, children: set[tuple]) -> None:
-        """The root's children that ended since the last sample and were waited for: the
-        CPU time the wait added to the root's account beyond what their trees' last
-        samples held goes to their components; with none of them ended, to ``crawl`` (a
-        short-lived process no sample saw)."""
+    def _account_ended(self, children: dict[tuple, tuple[str, float]]) -> None:
+        """The root's children that ended since the last sample: what the root's account
+        of its waited-for children gained goes to their components (their last samples
+        at least; to ``crawl`` when none of those seen ended: a process no sample saw)."""
         waited = self._waited_for()
-        gained, self._waited = waited - self._waited, waited
-        ended = self._children - children
+        gained, self._waited = max(0.0, waited - self._waited), waited
+        ended = [value for key, value in self._children.items() if key not in children]
         self._children = children
-        if gained <= 0:
-            return
-        sampled: Counter = Counter()  # component -> the ended trees' sampled CPU
-        for component, seconds, top in self._seen.values():
-            if top in ended:
-                sampled[component] += seconds
         if not ended:
-            self._extra["crawl"] += gained
+            self._ended["crawl"] += gained
             return
-        total = sum(sampled.values())
-        unsampled = gained - total
-        if unsampled <= 0:
-            return
-        if not total:  # ended before using a sampled moment of CPU: shared evenly
-            sampled = Counter(self._seen[top][0] for top in ended if top in self._seen)
-            total = sum(sampled.values())
-        for component, weight in sampled.items():
-            self._extra[component] += unsampled * weight / total
+        sampled = sum(used for _, used in ended)
+        for component, used in ended:
+            share = gained * used / sampled if sampled else gained / len(ended)
+            self._ended[component] += max(used, share)
