@@ -16,8 +16,9 @@ drops the conditional headers (a 304 has nothing to emit). A known page that ans
 404 or 410 is gone: it leaves the registry and is recorded under the ``gone`` class.
 
 When the page was due, the rung ladder (:mod:`.ladder`, CRAWLYX_DEMAND_ENABLED) decides
-its next interval first, from the visit ring; a dry run moves only the shadow interval
-and logs the counterfactual histogram every CRAWLYX_DEMAND_STATS_INTERVAL.
+its next interval first, from the visit ring; a dry run moves only the shadow interval.
+The histogram (the counterfactual one in a dry run) is logged every
+CRAWLYX_DEMAND_STATS_INTERVAL, on a timer of its own, whether or not pages come due.
 """
 
 from __future__ import annotations
@@ -216,10 +217,18 @@ class Recrawl:
                 logger.info(
                     "%s: %d pages not fetched for the retention period forgotten", site, forgotten
                 )
-            if self.ladder.enabled:
-                self.histograms.pop(site, None)
-                self.logged_at = None
-                self._histogram(site, now)
+        if self.ladder.enabled:
+            self.histograms.clear()  # read again: the run's last word
+            self.log_histograms(now)
+
+    def log_histograms(self, now: float | None = None) -> None:
+        """Log where the ladder has put the pages of every site this run reads (the
+        counterfactual rungs in a dry run): every CRAWLYX_DEMAND_STATS_INTERVAL, on the
+        demand extension's timer (crawlyx/extensions/demand.py), and at the end."""
+        now = time.time() if now is None else now
+        self.logged_at = now
+        for site in list(self.registries):
+            logger.info("%s: %s", site, self._histogram(site, now).line(self.ladder))
 
     # -- the ladder -----------------------------------------------------------------------
 
@@ -247,15 +256,11 @@ class Recrawl:
             ring.refresh(now)
 
     def _histogram(self, site: str, now: float) -> Histogram:
-        """The site's histogram as the registry keeps it, read again every HISTOGRAM_TTL;
-        logged every CRAWLYX_DEMAND_STATS_INTERVAL."""
+        """The site's histogram as the registry keeps it, read again every HISTOGRAM_TTL."""
         read_at, histogram = self.histograms.get(site, (None, None))
         if histogram is None or now - read_at >= HISTOGRAM_TTL:
             histogram = self.registry(site + "/").histogram(shadow=not self.ladder.acts)
             self.histograms[site] = (now, histogram)
-        if self.logged_at is None or now - self.logged_at >= self.ladder.stats_interval:
-            self.logged_at = now
-            logger.info("%s: %s", site, histogram.line(self.ladder))
         return histogram
 
 

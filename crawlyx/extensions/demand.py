@@ -8,6 +8,10 @@ The crawl's own fetches are not visits and are not recorded. Recording touches m
 only; a LoopingCall merges the visits into Redis every CRAWLYX_DEMAND_FLUSH_INTERVAL,
 and the spider's close flushes once more.
 
+Every CRAWLYX_DEMAND_STATS_INTERVAL the spider's recrawl logs where the rung ladder has
+put the pages of the sites it reads (crawlyx/demand/recrawl.py), on a timer of its own: a
+crawl waiting on a slow site, or between pages that come due, still says where it stands.
+
 Loss model: a crawl killed hard loses the visits since its last flush. A flush that
 fails (Redis unreachable) keeps its slices and the next retries them; one that still
 fails at close is logged with what was lost.
@@ -29,6 +33,7 @@ from crawlyx.demand import ladder
 from crawlyx.demand.registry import retention
 from crawlyx.demand.ring import RingConfig
 from crawlyx.extensions import flush_counted
+from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
@@ -41,6 +46,7 @@ class Demand:
         self.config = config
         self.ring: demand.Demand | None = None
         self._task: task.LoopingCall | None = None
+        self._rungs: task.LoopingCall | None = None  # logs the rung histogram
 
     @staticmethod
     def check_settings(settings) -> RingConfig:
@@ -69,6 +75,16 @@ class Demand:
         self.ring = demand.configure(self.crawler.settings, crawl_parts(self.crawler).state)
         self._task = task.LoopingCall(self.flush)
         self._task.start(self.config.flush_interval, now=False)
+        recrawl = getattr(spider, "recrawl", None)
+        if recrawl is not None and recrawl.ladder.enabled:
+            self._rungs = task.LoopingCall(self.log_rungs, recrawl)
+            self._rungs.start(recrawl.ladder.stats_interval, now=False)
+
+    def log_rungs(self, recrawl) -> None:
+        try:
+            recrawl.log_histograms()
+        except REDIS_DOWN as exc:  # the next tick tries again
+            outage(self.stats, "reading the rung histogram", exc)
 
     def flush(self) -> bool:
         """Merge the process's visits into Redis; False if Redis failed (kept)."""
@@ -81,8 +97,9 @@ class Demand:
         return flushed
 
     def spider_closed(self, spider, reason=None):
-        if self._task is not None and self._task.running:
-            self._task.stop()
+        for timer in (self._task, self._rungs):
+            if timer is not None and timer.running:
+                timer.stop()
         if self.ring is not None and not self.flush():
             logger.error(
                 "crawlyx: demand: %d slices of visits could not be saved to Redis",
