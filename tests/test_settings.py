@@ -242,6 +242,9 @@ WRONG_STRINGS = {
     "CRAWLYX_DEMAND_BASE_INTERVAL": "never",
     "CRAWLYX_DEMAND_STATS_INTERVAL": "0",
     "CRAWLYX_DEMAND_RETENTION": "forever",
+    "CRAWLYX_COST_PROXY_TIER": "satellite",
+    "CRAWLYX_COST_PROXY_PRICES": '{"datacenter": [0]}',
+    "CRAWLYX_LOG_FORMAT": "xml",
 }
 ANY_STRING = {"CRAWLYX_DATA_DIR", "CRAWLYX_BOT_NAME", "CRAWLYX_CHROMIUM_PATH"}
 # Every component that can be off, off: its settings are checked all the same.

@@ -45,7 +45,13 @@ class Prices:
         """The price table; ValueError (one line naming the setting) if it is not one.
         (CRAWLYX_COST_CPU_SECOND and the other single prices are numbers, 0 or more:
         crawlyx/config.py checks them with every number.)"""
-        tiers = settings.getdict("CRAWLYX_COST_PROXY_PRICES")
+        try:
+            tiers = settings.getdict("CRAWLYX_COST_PROXY_PRICES")
+        except (TypeError, ValueError):
+            raise ValueError(
+                "CRAWLYX_COST_PROXY_PRICES must be tiers and their [price per request, "
+                'price per GB], as JSON: {"datacenter": [0, 0.6]}'
+            ) from None
         tier = str(settings.get("CRAWLYX_COST_PROXY_TIER") or NO_PROXY)
         table = {str(name): _tier_prices(name, value) for name, value in tiers.items()}
         table.setdefault(NO_PROXY, (0.0, 0.0))
