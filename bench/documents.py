@@ -1,6 +1,6 @@
 """PDFs read into markdown: word F1 against the page's own text, headings kept, ms a page.
 
-    python bench/documents.py [--per-set 0] [--cache DIR] [--libraries]
+    python bench/documents.py [--per-set 0] [--cache DIR] [--libraries] [--untagged]
 
 Real HTML documentation installed on this machine (the Java SE API docs, the libstdc++
 manual, the Node.js API docs, the Valgrind and libffi manuals: ``/usr/share/doc``) is
@@ -14,6 +14,11 @@ a page worker runs) in this process, its word F1 against the truth (multisets of
 lowercased words), whether every heading of the page is a markdown heading, and the time
 per PDF page. ``--libraries`` also times the plain text other PDF libraries extract
 (pypdfium2's text page, pdfminer.six, pypdf; those installed), for the same F1.
+
+Chromium's PDFs are tagged: their structure tree names headings, tables and lists.
+``--untagged`` prints them without it (``--disable-pdf-tagging``), as many tools write
+PDFs: headings then come from font sizes, tables from columns, running headers and
+footers from their repetition.
 """
 
 from __future__ import annotations
@@ -75,13 +80,15 @@ def serve(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
-def print_pdf(url: str, out: Path) -> None:
+def print_pdf(url: str, out: Path, tagged: bool = True) -> None:
     with tempfile.TemporaryDirectory() as profile:
         command = [
             CHROMIUM, "--headless", "--disable-gpu", "--no-first-run",
             "--disable-background-networking", "--disable-component-update",
             f"--user-data-dir={profile}", f"--print-to-pdf={out}", url,
         ]  # fmt: skip
+        if not tagged:
+            command.insert(1, "--disable-pdf-tagging")
         if os.geteuid() == 0:
             command.insert(1, "--no-sandbox")
         subprocess.run(command, capture_output=True, timeout=120, check=True)
@@ -128,10 +135,27 @@ def _norm(text: str) -> str:
     return " ".join(WORD.findall(text.lower()))
 
 
-def headings_kept(markdown: str, headings: list[str]) -> tuple[int, int]:
-    ours = {_norm(line.lstrip("#")) for line in markdown.splitlines() if line.startswith("#")}
+def heading_lines(markdown: str) -> list[str]:
+    """The markdown's ATX headings (not lines of its fenced code that start with #)."""
+    found, fence = [], None
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            marker = line[: len(line) - len(line.lstrip("`"))]
+            fence = None if fence is not None and marker.startswith(fence) else fence or marker
+        elif fence is None and re.match(r"#{1,6} ", line):
+            found.append(line)
+    return found
+
+
+def headings_kept(markdown: str, headings: list[str]) -> tuple[int, int, int, int]:
+    """(the page's headings that are markdown headings, its headings; the markdown's
+    headings that are the page's, the markdown's headings)."""
+    ours = [_norm(line.lstrip("#")) for line in heading_lines(markdown)]
     wanted = [_norm(h) for h in headings if _norm(h)]
-    return sum(1 for h in wanted if h in ours), len(wanted)
+    theirs = set(wanted)
+    mine = set(ours)
+    kept = sum(1 for h in wanted if h in mine)
+    return kept, len(wanted), sum(1 for h in ours if h in theirs), len(ours)
 
 
 # -- other libraries' plain text ---------------------------------------------------------
@@ -172,6 +196,7 @@ def main() -> None:
     parser.add_argument("--per-set", type=int, default=0, help="pages per set (0: defaults)")
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "crawlyx-pdfs"))
     parser.add_argument("--libraries", action="store_true", help="other libraries' plain text")
+    parser.add_argument("--untagged", action="store_true", help="PDFs without a structure tree")
     args = parser.parse_args()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -184,9 +209,10 @@ def main() -> None:
             continue
         for path in pick(root, pattern, args.per_set or count):
             rel = path.relative_to(DOCS).as_posix()
-            out = cache / (rel.replace("/", "_") + ".pdf")
+            suffix = ".untagged.pdf" if args.untagged else ".pdf"
+            out = cache / (rel.replace("/", "_") + suffix)
             if not out.exists():
-                print_pdf(f"{base}/{rel}", out)
+                print_pdf(f"{base}/{rel}", out, tagged=not args.untagged)
             pages.append((name, f"{base}/{rel}", out))
     truth = truths([url for _, url, _ in pages])
     server.shutdown()
@@ -208,7 +234,7 @@ def main() -> None:
         except Unreadable:
             md = ""
         seconds = time.perf_counter() - start
-        kept, total = headings_kept(md, truth[url]["headings"])
+        kept, total, right, made = headings_kept(md, truth[url]["headings"])
         for key in (name, "all"):
             row = rows.setdefault(key, Counter())
             row["docs"] += 1
@@ -218,18 +244,21 @@ def main() -> None:
             row["headings"] += total
             row["kept"] += kept
             row["all_kept"] += kept == total
+            row["right"] += right
+            row["made"] += made
             for lib, extract in libraries.items():
                 start = time.perf_counter()
                 text = extract(data)
                 row[f"{lib} seconds"] += time.perf_counter() - start
                 row[f"{lib} f1"] += f1(text, truth[url]["text"])
     print("| set | HTML pages | PDF pages | word F1 | pages with every heading | headings kept"
-          " | ms per PDF page |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          " | headings made that are the page's | ms per PDF page |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for key, row in sorted(rows.items(), key=lambda kv: kv[0] == "all"):
         print(
             f"| {key} | {row['docs']} | {row['pdf_pages']} | {row['f1'] / row['docs']:.3f}"
             f" | {row['all_kept'] / row['docs']:.0%} | {row['kept']}/{row['headings']}"
+            f" | {row['right']}/{row['made']}"
             f" | {1000 * row['seconds'] / row['pdf_pages']:.1f} |"
         )
     if libraries:

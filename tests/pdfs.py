@@ -13,9 +13,12 @@ from pathlib import Path
 from tests.site import Serving
 
 
-def print_to_pdf(chromium: str, html: str, header_footer: bool = True) -> bytes:
-    """``html`` served on 127.0.0.1 and printed by headless Chromium (A4/Letter, with its
-    running header and footer unless ``header_footer`` is false)."""
+def print_to_pdf(
+    chromium: str, html: str, header_footer: bool = True, tagged: bool = True
+) -> bytes:
+    """``html`` served on 127.0.0.1 and printed by headless Chromium (with its running
+    header and footer unless ``header_footer`` is false; without a structure tree unless
+    ``tagged``, as many tools write PDFs)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802
@@ -40,6 +43,8 @@ def print_to_pdf(chromium: str, html: str, header_footer: bool = True) -> bytes:
             command.append("--no-sandbox")
         if not header_footer:
             command.append("--no-pdf-header-footer")
+        if not tagged:
+            command.append("--disable-pdf-tagging")
         command.append(f"{server.base}/")
         subprocess.run(command, capture_output=True, timeout=60, check=True)
         return out.read_bytes()

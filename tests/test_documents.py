@@ -5,6 +5,7 @@ Chromium from HTML served on 127.0.0.1, or written object by object (tests/pdfs.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -52,6 +53,14 @@ def handbook() -> bytes:
         lines = [(72, 750, 9, "Acme Widget Handbook, revision 7"), (72, 40, 9, f"Page {n} of 3")]
         if n == 1:
             lines += [(72, 690, 20, "Acme Widget Handbook"), (72, 650, 14, "Getting started")]
+            # A table drawn as text at columns, a cell wrapped over two lines.
+            rows = [("Part", "Price", "Weight"), ("Gear wheel", "12.50", "40 g")]
+            rows += [("Spring", "3.20", "5 g")]
+            for r, row in enumerate(rows):
+                lines += [
+                    (x, 470 - 15 * r, 11, cell) for x, cell in zip((72, 250, 340), row, strict=True)
+                ]
+            lines.append((250, 430, 11, "(was 3.00)"))
         else:
             lines.append((72, 680, 11, ("", "", "and ends on the second page.", "right here.")[n]))
         lines += [
@@ -69,13 +78,21 @@ def handbook() -> bytes:
 
 
 @pytest.fixture(scope="module")
-def manual_pdf():
+def chromium_pdf():
+    """Print HTML to PDF with Chromium; under CI a missing Chromium fails, elsewhere skips."""
     from crawlyx import render
     from crawlyx.settings import CRAWLYX_CHROMIUM_PATH as path
 
     if not render.browser_available(path):
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the document tests: no Chromium at {path}")
         pytest.skip(f"Chromium is not installed at {path}")
-    return lambda base: print_to_pdf(path, MANUAL.format(base=base))
+    return lambda html, **options: print_to_pdf(path, html, **options)
+
+
+@pytest.fixture(scope="module")
+def manual_pdf(chromium_pdf):
+    return lambda base, **options: chromium_pdf(MANUAL.format(base=base), **options)
 
 
 def test_a_printed_pdf_reads_as_markdown(manual_pdf):
@@ -105,6 +122,34 @@ def test_a_printed_pdf_reads_as_markdown(manual_pdf):
     assert list(page["links"]) == ["http://127.0.0.1:9/parts"]
 
 
+def test_a_pdf_printed_without_its_tree_reads_as_markdown(manual_pdf):
+    # As many tools write PDFs: headings only by their size, a table only by its columns,
+    # the running header only by its repetition.
+    pdf = manual_pdf("http://127.0.0.1:9", tagged=False)
+    md = read_pdf(pdf, "http://127.0.0.1:9/m.pdf", "http://127.0.0.1:9")["markdown"]
+    headings = [line for line in md.splitlines() if line.startswith("#")]
+    assert headings == [
+        "# Widget Manual", "## Installing the widget", "## Parts and prices",
+        "### Starting it", "## Care",
+    ]  # fmt: skip
+    assert (
+        "| Part | Price | Weight |\n| --- | --- | --- |\n| Gear wheel | 12.50 | 40 g |\n"
+        "| Spring, large and very strong | 3.20 | 5 g |"
+    ) in md
+    assert "It has several sections, each with a heading" in md
+    assert "CONFIDENTIAL" not in md and "127.0.0.1" not in md and "1/3" not in md
+
+
+def test_letters_set_apart_are_a_word_again(chromium_pdf):
+    html = """<html><body style="font: 12pt serif">
+    <p>Press <span style="letter-spacing: 0.2em; font-size: 10pt">COPY</span> to copy it,
+    a b c and d.</p><p>Jump to: &nbsp; A &nbsp; C &nbsp; F &nbsp; V</p></body></html>"""
+    pdf = chromium_pdf(html, header_footer=False)
+    md = read_pdf(pdf, "http://127.0.0.1:9/x.pdf", "http://127.0.0.1:9")["markdown"]
+    # Letter-spaced, the text page has "C O P Y"; words a space apart stay words.
+    assert md == "Press COPY to copy it, a b c and d.\n\nJump to: A C F V\n"
+
+
 def test_an_untagged_pdf_reads_as_markdown():
     page = read_pdf(handbook(), "http://127.0.0.1:9/h.pdf", "http://127.0.0.1:9")
     md = page["markdown"]
@@ -119,6 +164,10 @@ def test_an_untagged_pdf_reads_as_markdown():
     assert "to the next page, where the sentence goes on and ends on the second page." in md
     assert "```\nwidget --start\n   --verbose\n```" in md
     assert "revision" not in md and "Page 1" not in md and "of 3" not in md
+    assert (
+        "| Part | Price | Weight |\n| --- | --- | --- |\n| Gear wheel | 12.50 | 40 g |\n"
+        "| Spring | 3.20 (was 3.00) | 5 g |"
+    ) in md
 
 
 @pytest.mark.parametrize(

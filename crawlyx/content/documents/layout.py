@@ -10,8 +10,10 @@
   ended short with a full stop, ends one), across a page break too when the sentence
   goes on; a word hyphenated across lines is joined again.
 * Tables: from the tree's table cells, rows and columns as marked (GFM, the first row
-  as the header). Lists from its list items, or lines starting with a bullet. Lines
-  set in a fixed-pitch font are code, fenced, with their indentation.
+  as the header); without a tree, from lines whose words line up in columns
+  (:mod:`crawlyx.content.documents.tables`). Lists from the tree's list items, or lines
+  starting with a bullet. Lines set in a fixed-pitch font are code, fenced, with their
+  indentation.
 """
 
 from __future__ import annotations
@@ -21,18 +23,26 @@ import re
 from collections import Counter
 
 from crawlyx.content.documents.pdf import Document, Line
+from crawlyx.content.documents.tables import mark_tables
 
 BAND = 0.12  # of a page's height, at its top and its bottom: where headers and footers sit
-HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
+HEADING_RATIO = 1.1  # a line this much larger than the body text is a heading
+BOLD_HEADING_WORDS = 12  # a bold line of at most this many words, standing alone, is one
 PARAGRAPH_GAP = 0.5  # a gap between lines past this many of their font size ends a paragraph
 CODE_GAP = 1.5
 
 _PAGE_NUMBER = re.compile(
     r"[-–—\s]*(?:page\s*)?\d{1,5}(?:\s*(?:/|of)\s*\d{1,5})?[-–—\s]*", re.IGNORECASE
 )
+# A band's line that ends with the page's number of the pages' ("file:///x.html 1/3",
+# "Report, page 2 of 9"), or starts with when it was printed ("12/3/26, 5:52 AM Title"):
+# a header or footer even in a document of one page.
+_PAGE_OF = re.compile(r"(?:^|\s)(?:page\s*)?\d{1,5}\s*(?:/|of)\s*\d{1,5}$", re.IGNORECASE)
+_PRINTED = re.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4},?\s+\d{1,2}:\d\d\b")
 _DIGITS = re.compile(r"\d+")
 _BULLET = re.compile(r"([•◦▪▫●○■□‣⁃∙·–\-*])\s+(?=\S)")
 _ORDINAL = re.compile(r"\(?(\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]")
+_LABEL_END = re.compile(r"[.,;:!?]$")
 _SENTENCE_END = re.compile(r"[.!?:;\"”’)\]]$")
 _SOFT_HYPHENS = ("\xad", "\x02", "\u2010")
 _LETTERS = re.compile(r"[^\W\d_]+$")
@@ -43,13 +53,17 @@ _WORDS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 def markdown(doc: Document) -> tuple[str, list[str]]:
     """(the document as markdown, its headings' text)."""
     pages = drop_running(doc.pages, doc.heights)
+    if not doc.tagged:
+        mark_tables(pages)
     lines = [line for page in pages for line in page]
     if not lines:
         return "", []
     body = body_size(lines)
     levels = heading_levels(lines, body, doc.tagged)
     right = _right_edges(pages)
-    builder = _Builder(levels, body, right, _lexicon(lines))
+    # Without the tree's headings, a short bold line is one too, a level below the sizes.
+    tree = doc.tagged and any(_role(line) and _role(line).heading for line in lines)
+    builder = _Builder(levels, body, right, _lexicon(lines), bold=not tree)
     for line in lines:
         builder.add(line)
     blocks = builder.blocks
@@ -91,6 +105,8 @@ def drop_running(pages: list[list[Line]], heights: list[float]) -> list[list[Lin
                 or (
                     (seen[_key(line.text)] < needed or len(pages) < 2)
                     and not _PAGE_NUMBER.fullmatch(line.text)
+                    and not _PAGE_OF.search(line.text.strip())
+                    and not _PRINTED.match(line.text.strip())
                 )
             ]
         )
@@ -131,6 +147,25 @@ def _right_edges(pages: list[list[Line]]) -> dict[int, float]:
     return {lines[0].page: max(line.x1 for line in lines) for lines in pages if lines}
 
 
+def _bold_heading(line: Line, body: float) -> bool:
+    """A line set in bold that reads as a heading: short, not a sentence or a label, not
+    set smaller than the text (a button's label)."""
+    text = line.text.strip()
+    return (
+        line.bold
+        and not line.mono
+        and line.size >= body - 0.5
+        and len(line.words) <= BOLD_HEADING_WORDS
+        and not _LABEL_END.search(text)
+        and any(char.isalpha() for char in text)
+    )
+
+
+def _words(text: str) -> str:
+    """The text's words, one space apart."""
+    return " ".join(text.split())
+
+
 def _role(line: Line):
     return next((role for _, role in line.words if role is not None), None)
 
@@ -148,8 +183,11 @@ class _Builder:
     """Blocks from lines in reading order: ("h", level, text), ("p", text), ("li",
     depth, marker, text), ("code", [lines]), ("table", rows)."""
 
-    def __init__(self, levels: dict[float, int], body: float, right: dict, lexicon: set[str]):
+    def __init__(
+        self, levels: dict[float, int], body: float, right: dict, lexicon: set[str], bold: bool
+    ):
         self.levels = levels
+        self.bold = bold
         self.body = body
         self.right = right
         self.lexicon = lexicon
@@ -162,6 +200,8 @@ class _Builder:
     def add(self, line: Line) -> None:
         role = _role(line)
         level = role.heading if role is not None else self.levels.get(line.size, 0)
+        if not level and role is None and self.bold and _bold_heading(line, self.body):
+            level = min(6, 1 + max((v for k, v in self.levels.items() if k > line.size), default=0))
         if level and not line.mono:  # a heading in a table cell too (a table for layout)
             self._heading(line, level, role)
         elif role is not None and role.table >= 0 and role.cell >= 0:
@@ -177,7 +217,7 @@ class _Builder:
     # -- kinds of block ----------------------------------------------------------------
 
     def _heading(self, line: Line, level: int, role) -> None:
-        text = " ".join(line.text.split())
+        text = _words(line.text)
         block = self.blocks[-1] if self.blocks else None
         if block and block[0] == "h" and block[1] == level and self._same_block(line, role):
             block[2] = f"{block[2]} {text}"
@@ -212,7 +252,7 @@ class _Builder:
             ordinal = _ORDINAL.fullmatch(label)
             if ordinal and ordinal.group(1).isdigit():
                 marker = f"{ordinal.group(1)}."
-        text = " ".join(text.split())
+        text = _words(text)
         block = self.blocks[-1] if self.blocks else None
         if block and block[0] == "li" and role.item == self.item and not labels:
             block[3] = self._join(block[3], text)
@@ -222,7 +262,7 @@ class _Builder:
         self.block_id = role.block
 
     def _text(self, line: Line, role) -> None:
-        text = " ".join(line.text.split())
+        text = _words(line.text)
         bullet = _BULLET.match(text) if role is None else None
         block = self.blocks[-1] if self.blocks else None
         if bullet and bullet.group(1) in "•◦▪▫●○■□‣⁃∙·":
@@ -352,7 +392,7 @@ def _table(cells: dict[tuple[int, int], list[str]]) -> str:
 
 
 def _cell(words: list[str]) -> str:
-    return " ".join(" ".join(words).split()).replace("|", "\\|")
+    return _words(" ".join(words)).replace("|", "\\|")
 
 
 def _row(cells: list[str]) -> str:

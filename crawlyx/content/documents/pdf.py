@@ -19,35 +19,21 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as raw
 
 from crawlyx.content.documents import Unreadable
+from crawlyx.content.documents.tree import Role, roles
 
-# Structure roles (PDF 32000 14.8.4), and the names some writers use without a role map.
-_HEADING = re.compile(r"(?:H|Heading\s*)([1-6])", re.IGNORECASE)
-_BLOCKS = frozenset({"P", "LI", "LBody", "TD", "TH", "Caption", "BlockQuote", "Title", "H"})
 _MONO_FONT = re.compile(r"mono|courier|consol|menlo|code|fixed|typewriter", re.IGNORECASE)
 # PDFium joins a line ending in a hyphen to the next when that starts in lower case, with
 # U+FFFE for the hyphen: two lines here, the hyphen for the layout to judge.
 HYPHEN_BREAK = "\ufffe"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\ufffe")
 _WORD = re.compile(r"\S+")
+# Letters set apart (CSS letter-spacing: "C O P Y", "C O PY"), which the text page spaces
+# as words; joined when they stand closer than LETTER_GAP of the font size (words are set a
+# space apart, a quarter of it: "a b c it" and an index's "A C F V" stay).
+_LETTER_SPACED = re.compile(r"(?<!\S)(?:[^\W\d_] ){2,}[^\W\d_]")
+LETTER_GAP = 0.2
 
 FIXED_PITCH = 1  # PDF font descriptor flag
-
-
-@dataclass(slots=True)
-class Role:
-    """What the structure tree says of one marked-content id on a page."""
-
-    order: int  # position in the tree's (reading) order
-    block: int = -1  # the nearest block element's id (a paragraph, a cell...), -1: none
-    heading: int = 0  # 1-6 inside a heading
-    table: int = -1  # the table's id, -1: none
-    row: int = -1  # the row's index in its table
-    cell: int = -1  # the cell's index in its row
-    header: bool = False  # a header cell
-    item: int = -1  # the list item's id, -1: none
-    depth: int = 0  # lists it is nested in
-    label: bool = False  # a list item's label (bullet, number)
-    claims: int = 0  # ids the element it is from has (see _Walk.element)
 
 
 @dataclass(slots=True)
@@ -65,6 +51,9 @@ class Line:
     bold: bool = False
     # (start offset in text, role or None) of each word: None outside the structure tree
     words: list = field(default_factory=list)
+    # (left, right) of each word, on a page without a structure tree (its tables are found
+    # by their columns: crawlyx/content/documents/tables.py)
+    spans: list = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -105,10 +94,10 @@ def _read(pdf) -> Document:
     for index in range(len(pdf)):
         page = pdf[index]
         try:
-            roles = _roles(page)
+            marked = roles(page)
             textpage = page.get_textpage()
             try:
-                lines = _lines(textpage, index, roles)
+                lines = _lines(textpage, index, marked)
             finally:
                 textpage.close()
             if not images and not any(line.text.strip() for line in lines):
@@ -179,7 +168,7 @@ def _index(tp, text_index: int, same: bool) -> int:
 
 
 def _line(tp, segment: str, offset: int, same: bool, page: int, roles) -> Line | None:
-    words, sizes = [], {}
+    words, sizes, spans = [], {}, []
     for match in _WORD.finditer(segment):
         index = _index(tp, offset + match.start(), same)
         if index < 0:
@@ -189,6 +178,9 @@ def _line(tp, segment: str, offset: int, same: bool, page: int, roles) -> Line |
             obj = raw.FPDFText_GetTextObject(tp, index)
             if obj:
                 role = roles.get(raw.FPDFPageObj_GetMarkedContentID(obj))
+        else:
+            end = _index(tp, offset + match.end() - 1, same)
+            spans.append((_box(tp, index)[0], _box(tp, end)[1] if end >= 0 else 0.0))
         words.append((match.start(), role))
         size = round(raw.FPDFText_GetFontSize(tp, index), 1)
         sizes[size] = sizes.get(size, 0) + len(match.group())
@@ -206,7 +198,13 @@ def _line(tp, segment: str, offset: int, same: bool, page: int, roles) -> Line |
         last_flags = ctypes.c_int(0)
         last_name = _font_name(tp, _index(tp, offset + words[-1][0], same), last_flags)
         mono = bool(last_flags.value & FIXED_PITCH) or bool(_MONO_FONT.search(last_name))
-    bold = raw.FPDFText_GetFontWeight(tp, first) >= 600 or "bold" in name.lower()
+    size = max(sizes, key=sizes.get)
+    if " " in segment and _LETTER_SPACED.search(segment):
+        segment, words, spans = _join_letters(tp, segment, offset, same, size, words, spans)
+    bold = _bold(tp, first, name)
+    if bold and len(words) > 1:  # the whole line: its last word too
+        last_word = _index(tp, offset + words[-1][0], same)
+        bold = _bold(tp, last_word, _font_name(tp, last_word, ctypes.c_int(0)))
     return Line(
         text=segment,
         page=page,
@@ -214,11 +212,57 @@ def _line(tp, segment: str, offset: int, same: bool, page: int, roles) -> Line |
         x1=max(x1, x0),
         top=max(t0, t1),
         bottom=min(b0, b1),
-        size=max(sizes, key=sizes.get),
+        size=size,
         mono=mono,
         bold=bold,
         words=words,
+        spans=spans if len(spans) == len(words) else [],
     )
+
+
+def _join_letters(tp, segment: str, offset: int, same: bool, size: float, words, spans):
+    """The line with its runs of letters set apart that stand close joined into words:
+    (text, words, spans). A run: single letters, the last of them maybe two or three (the
+    text page spaced some pairs only: "C O PY"), four letters at least."""
+    tokens = [(m.start(), m.end()) for m in _WORD.finditer(segment)]
+    groups, index = [], 0
+    while index < len(tokens):
+        run = index
+        while run + 1 < len(tokens) and _single(segment, tokens[run]):
+            start, end = tokens[run + 1]
+            if not segment[start:end].isalpha() or end - start > 3:
+                break
+            left = _box(tp, _index(tp, offset + start, same))[0]
+            right = _box(tp, _index(tp, offset + tokens[run][1] - 1, same))[1]
+            if left - right > LETTER_GAP * size:
+                break
+            run += 1
+        letters = sum(end - start for start, end in tokens[index : run + 1])
+        if run - index >= 2 and letters >= 4:
+            groups.append((tokens[index][0], tokens[run][1], run - index))
+        index = run + 1
+    for first, last, removed in reversed(groups):
+        joined = segment[first:last].replace(" ", "")
+        segment = segment[:first] + joined + segment[last:]
+        kept_words, kept_spans = [], []
+        for number, (start, role) in enumerate(words):
+            if first < start < last:
+                if spans:  # the run's first word reaches to its last letter
+                    kept_spans[-1] = (kept_spans[-1][0], spans[number][1])
+                continue
+            kept_words.append((start - removed if start >= last else start, role))
+            if spans:
+                kept_spans.append(spans[number])
+        words, spans = kept_words, kept_spans
+    return segment, words, spans
+
+
+def _single(segment: str, token: tuple[int, int]) -> bool:
+    return token[1] - token[0] == 1 and segment[token[0]].isalpha()
+
+
+def _bold(tp, index: int, name: str) -> bool:
+    return raw.FPDFText_GetFontWeight(tp, index) >= 600 or "bold" in name.lower()
 
 
 def _box(tp, index: int) -> tuple[float, float, float, float]:
@@ -240,104 +284,6 @@ def _font_name(tp, index: int, flags) -> str:
     buffer = ctypes.create_string_buffer(size)
     raw.FPDFText_GetFontInfo(tp, index, buffer, size, ctypes.byref(flags))
     return buffer.value.decode("utf-8", "replace")
-
-
-# -- the structure tree ----------------------------------------------------------------
-
-
-def _roles(page) -> dict[int, Role]:
-    """Marked-content id -> :class:`Role`, from the page's structure tree (empty for an
-    untagged page)."""
-    tree = raw.FPDF_StructTree_GetForPage(page.raw)
-    if not tree:
-        return {}
-    try:
-        walk = _Walk()
-        for index in range(raw.FPDF_StructTree_CountChildren(tree)):
-            element = raw.FPDF_StructTree_GetChildAtIndex(tree, index)
-            if element:
-                walk.element(element, Role(order=0), 0)
-        return walk.roles
-    finally:
-        raw.FPDF_StructTree_Close(tree)
-
-
-_COPIED = ("block", "heading", "table", "row", "cell", "header", "item", "depth", "label")
-
-
-class _Walk:
-    MAX_DEPTH = 200  # a structure tree is not a call stack's worth deep
-
-    def __init__(self):
-        self.roles: dict[int, Role] = {}
-        self.ids = 0
-        self.claims = 0  # ids claimed so far: the tree's reading order
-        self.rows: dict[int, int] = {}  # table id -> rows met
-        self.cells: dict[int, int] = {}  # (row's) table id -> cells met in the row
-
-    def next_id(self) -> int:
-        self.ids += 1
-        return self.ids
-
-    def element(self, element, context: Role, level: int) -> None:
-        if level > self.MAX_DEPTH:
-            return
-        kind = _string(raw.FPDF_StructElement_GetType, element)
-        role = Role(**{name: getattr(context, name) for name in _COPIED}, order=0)
-        heading = _HEADING.fullmatch(kind)
-        if heading:
-            role.heading = int(heading.group(1))
-        elif kind == "Title":
-            role.heading = 1
-        if kind in _BLOCKS or heading:
-            role.block = self.next_id()
-        if kind == "Table":
-            role.table = self.next_id()
-            self.rows[role.table] = 0
-        elif kind == "TR" and role.table >= 0:
-            role.row = self.rows[role.table]
-            self.rows[role.table] += 1
-            self.cells[role.table] = 0
-        elif kind in ("TD", "TH") and role.table >= 0:
-            role.cell = self.cells.get(role.table, 0)
-            self.cells[role.table] = role.cell + 1
-            role.header = kind == "TH"
-        elif kind == "L":
-            role.depth += 1
-        elif kind == "LI":
-            role.item = self.next_id()
-        elif kind == "Lbl":
-            role.label = True
-        mcids = [
-            raw.FPDF_StructElement_GetMarkedContentIdAtIndex(element, index)
-            for index in range(raw.FPDF_StructElement_GetMarkedContentIdCount(element))
-        ]
-        mcids = [mcid for mcid in mcids if mcid >= 0]
-        for mcid in mcids:
-            # An element's content on other pages is listed with this page's (by the
-            # other pages' ids), and PDFium does not say which page an id is on: of the
-            # elements that claim an id, the one with fewest ids has it (an element
-            # split over pages, or repeated on each as a running header, has more).
-            claim = self.roles.get(mcid)
-            if claim is None or len(mcids) < claim.claims:
-                self.roles[mcid] = Role(
-                    **{name: getattr(role, name) for name in _COPIED}, order=self.claims
-                )
-                self.roles[mcid].claims = len(mcids)
-                self.claims += 1
-        for index in range(raw.FPDF_StructElement_CountChildren(element)):
-            child = raw.FPDF_StructElement_GetChildAtIndex(element, index)
-            if child:
-                self.element(child, role, level + 1)
-
-
-def _string(function, element) -> str:
-    size = function(element, None, 0)
-    if size <= 2:
-        return ""
-    buffer = ctypes.create_string_buffer(size)
-    function(element, buffer, size)
-    return buffer.raw[: size - 2].decode("utf-16-le", "replace")
 
 
 # -- the rest ----------------------------------------------------------------------------
