@@ -4,6 +4,7 @@ a job's processes, counted in the job's Redis, and opt-out signals honoured."""
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 
 from scrapy import Spider
@@ -11,6 +12,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from crawlyx.extensions.compliance import _FILE_STARTS, SLACK, OptOutAudit
+from tests.conftest import crawl_command, crawl_env
 from tests.test_window import FAST, Hostile, page
 
 PAGES = [f"/p{i}" for i in range(5)]
@@ -49,12 +51,12 @@ def test_violations_counted_once_whatever_the_order_the_processes_report(redis_c
     assert file_starts(redis_client, key, 1.0, [(300.0, "a:1"), (300.0, "b:1")]) == 1
 
 
-def delayed_site(delay: float):
+def delayed_site(delay: float, home_wait: float = 0):
     def respond(path, hit):
         if path == "/robots.txt":
             return 200, {}, f"User-agent: *\nCrawl-delay: {delay}\n", 0
         if path == "/":
-            return 200, {}, page(PAGES), 0
+            return 200, {}, page(PAGES), home_wait
         return 200, {}, page(), 0
 
     return Hostile(respond)
@@ -71,12 +73,38 @@ def crawl_delayed(crawl, tmp_path, settings: dict):
     return json.loads(report.read_text()), server, result
 
 
-def test_a_polite_crawl_has_no_crawl_delay_violation(crawl, tmp_path):
-    report, server, _ = crawl_delayed(crawl, tmp_path, {})
+def test_two_polite_processes_have_no_crawl_delay_violation(tmp_path, redis_url):
+    # Two processes of one job share the host's Crawl-delay (the window's budget): every
+    # start of either is checked against the other's, and none is too close. The home
+    # page takes 1 s: both processes are up and asking for work when its links come.
+    reports = [tmp_path / f"report-{n}.json" for n in range(2)]
+    with delayed_site(0.5, home_wait=1.0) as server:
+        procs = [
+            subprocess.Popen(
+                crawl_command(
+                    tmp_path / f"pages-{n}.jsonl",
+                    f"start={server.base}/",
+                    "sitemap=0",
+                    "job=polite",
+                    f"report={report}",
+                    settings={"CRAWLYX_REDIS_URL": redis_url, **FAST},
+                ),
+                cwd=tmp_path,
+                env=crawl_env(),
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            for n, report in enumerate(reports)
+        ]
+        logs = [proc.communicate(timeout=120)[1] for proc in procs]
+    for proc, log in zip(procs, logs, strict=True):
+        assert proc.returncode == 0, log[-3000:]
     fetches = [t for t, path, _ in sorted(server.log) if path != "/robots.txt"]
+    assert len(fetches) == 1 + len(PAGES)
     assert min(b - a for a, b in zip(fetches, fetches[1:], strict=False)) >= 0.45
-    delay = report["compliance"]["crawl_delay"]
-    assert delay == {"checked": len(fetches), "violations": 0, "unchecked": 0}
+    audits = [json.loads(path.read_text())["compliance"]["crawl_delay"] for path in reports]
+    assert sum(audit["checked"] for audit in audits) == len(fetches)
+    assert [audit["violations"] for audit in audits] == [0, 0]
 
 
 def test_a_crawl_ignoring_the_crawl_delay_is_caught(crawl, tmp_path):
