@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from crawlyx import render
 from crawlyx.config import check_known, check_redis_url, check_types
+from crawlyx.content.documents import document_types
 from crawlyx.content.workers import PageWorkers
 from crawlyx.parts import CrawlParts
 
@@ -150,6 +151,7 @@ class Addon:
         from crawlyx.urls.traps import PatternTraps
 
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
+        document_types(settings)
         OptOut.from_settings(settings)
         BotTable.from_settings(settings)  # read by `scrapy visits`
         ttl_seconds(settings)

@@ -68,7 +68,6 @@ class SiteSpider(Spider):
         (render=always without a browser), before anything starts."""
         render.check(render.requested(arguments, settings), settings)
         max_links(settings)
-        document_types(settings)
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
