@@ -290,3 +290,25 @@ def test_an_unknown_document_type_stops_the_crawl(tmp_path):
     proc = subprocess.run(command, env=crawl_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "CRAWLYX_DOCUMENTS: unknown document type 'docx'; known: pdf" in proc.stderr
+
+
+def test_a_pdf_has_the_read_budget_and_the_size_cap_of_a_page(crawl, tmp_path):
+    line = "Line {} of page {}, with a few more words for the reader to read."
+    pages = [[(72, 760 - 14 * i, 11, line.format(i, n)) for i in range(50)] for n in range(400)]
+    long = text_pdf(pages)
+    with DocumentSite() as site:
+        url = f"{site.base}/long.pdf"
+        site.bodies["/long.pdf"] = ("application/pdf", long, {})
+        errors = tmp_path / "slow.jsonl"
+        slow = crawl(f"start={url}", f"errors={errors}", settings={"CRAWLYX_READ_TIMEOUT": 0.1})
+        assert slow.returncode == 0, slow.log[-3000:]
+        assert slow.items == []
+        assert _errors(errors)[url][0] == "read_timeout"
+        # Read in a budget of its own, it is a page.
+        whole = crawl(f"start={url}")
+        assert [item["url"] for item in whole.items] == [url]
+        assert "Line 20 of page 399, with a few more words" in whole.items[0]["markdown"]
+        errors = tmp_path / "large.jsonl"
+        large = crawl(f"start={url}", f"errors={errors}", settings={"DOWNLOAD_MAXSIZE": 100_000})
+        assert large.items == []
+        assert _errors(errors)[url][0] == "too_large"

@@ -41,7 +41,6 @@ from functools import partial
 from multiprocessing import forkserver
 
 from crawlyx.content import LINK_STYLES
-from crawlyx.content.documents import read_document
 from crawlyx.content.sitemap import read_sitemap
 from crawlyx.process import running
 
@@ -163,6 +162,21 @@ def read_page(page: str, url: str, scope: str | None, **options) -> dict:
         if _board is not None:
             _board.stop()  # the read is over: giving memory back is not the page's time
         if len(page) > TRIM_BYTES or _rss() > _trimmed_at[0] + TRIM_GROWTH:
+            _give_back_memory()
+            _trimmed_at[0] = _rss()
+
+
+def read_document(kind: str, body: bytes, url: str, scope: str | None, neardup: bool) -> dict:
+    """:func:`crawlyx.content.documents.read_document`, in a worker: the memory a big
+    document took is given back after, as a big page's."""
+    from crawlyx.content.documents import read_document as read
+
+    try:
+        return read(kind, body, url, scope, neardup)
+    finally:
+        if _board is not None:
+            _board.stop()
+        if len(body) > TRIM_BYTES or _rss() > _trimmed_at[0] + TRIM_GROWTH:
             _give_back_memory()
             _trimmed_at[0] = _rss()
 

@@ -91,8 +91,13 @@ def _read(pdf) -> Document:
     pages, heights, links = [], [], []
     tagged_words = all_words = 0
     images = False
+    broken = 0
     for index in range(len(pdf)):
-        page = pdf[index]
+        try:
+            page = pdf[index]
+        except pdfium.PdfiumError:  # a page that does not load: the others may
+            broken += 1
+            continue
         try:
             marked = roles(page)
             textpage = page.get_textpage()
@@ -110,6 +115,8 @@ def _read(pdf) -> Document:
             all_words += len(line.words)
             tagged_words += sum(1 for _, role in line.words if role is not None)
         pages.append(lines)
+    if broken and not pages:
+        raise Unreadable(f"broken PDF: none of its {broken} pages loads")
     tagged = bool(all_words) and tagged_words >= 0.5 * all_words
     if tagged:  # content outside the tree is pagination (headers, footers): not text
         pages = [_in_tree(lines) for lines in pages]
