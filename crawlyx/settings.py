@@ -34,10 +34,10 @@ CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site
 # Seconds a page's read (parse, links, main content, markdown) may take in a worker; past
 # it the worker is killed and replaced, and the page recorded as read_timeout. 0: no limit.
 CRAWLYX_READ_TIMEOUT = 10.0
-# Document types read into pages like HTML ones (crawlyx/content/documents/): "pdf". A
-# response of a type not read (an image, an archive, a document type left out) is recorded
-# as not_a_page.
-CRAWLYX_DOCUMENTS = ["pdf"]
+# Document types read into pages like HTML ones (crawlyx/content/documents/): "pdf" and
+# "docx" (Word). A response of a type not read (an image, an archive, a document type left
+# out) is recorded as not_a_page.
+CRAWLYX_DOCUMENTS = ["pdf", "docx"]
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
 # Prometheus metrics on http://127.0.0.1:PORT/metrics while the crawl runs (0: off;
 # crawlyx/extensions/metrics.py). The first METRICS_HOSTS hosts fetched get their own

@@ -1,13 +1,16 @@
-"""PDFs made for the tests: printed by Chromium from HTML served on 127.0.0.1 (a tagged
-PDF, as browsers and office suites write them), or written here object by object (an
-untagged one, as many older tools write them; one without text; one with a password)."""
+"""Documents made for the tests: PDFs printed by Chromium from HTML served on 127.0.0.1 (a
+tagged PDF, as browsers and office suites write them), or written here object by object
+(an untagged one, as many older tools write them; one without text; one with a
+password); Word documents written here part by part."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import tempfile
+import zipfile
 from http.server import BaseHTTPRequestHandler
+from io import BytesIO
 from pathlib import Path
 
 from tests.site import Serving
@@ -138,3 +141,79 @@ def encrypted_pdf() -> bytes:
     # The encryption dictionary as a direct object of the trailer.
     encrypt = b"/Encrypt << /Filter /Standard /V 1 /R 2 /O <%s> /U <%s> /P -44 >> " % (o, u)
     return head + b"trailer\n<< " + encrypt + b"/ID [<%s> <%s>] " % (ident, ident) + tail
+
+
+# -- Word documents ----------------------------------------------------------------------
+
+_W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+_R = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+_STYLES = f"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:styles {_W}>
+<w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/></w:style>
+<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/>
+<w:pPr><w:outlineLvl w:val="0"/></w:pPr></w:style>
+<w:style w:type="paragraph" w:styleId="Heading2"><w:name w:val="heading 2"/>
+<w:pPr><w:outlineLvl w:val="1"/></w:pPr></w:style>
+</w:styles>"""
+_NUMBERING = f"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:numbering {_W}>
+<w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:numFmt w:val="bullet"/></w:lvl>
+<w:lvl w:ilvl="1"><w:numFmt w:val="bullet"/></w:lvl></w:abstractNum>
+<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:numFmt w:val="decimal"/></w:lvl>
+</w:abstractNum>
+<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>
+<w:num w:numId="2"><w:abstractNumId w:val="1"/></w:num>
+</w:numbering>"""
+
+
+def word_paragraph(text: str, style: str = "", num: tuple[int, int] | None = None) -> str:
+    props = f'<w:pStyle w:val="{style}"/>' if style else ""
+    if num:
+        props += f'<w:numPr><w:ilvl w:val="{num[1]}"/><w:numId w:val="{num[0]}"/></w:numPr>'
+    runs = "".join(f'<w:r><w:t xml:space="preserve">{part}</w:t></w:r>' for part in text.split("|"))
+    return f"<w:p><w:pPr>{props}</w:pPr>{runs}</w:p>"
+
+
+def word_table(rows: list[tuple[str, ...]]) -> str:
+    cells = lambda row: "".join(f"<w:tc>{word_paragraph(cell)}</w:tc>" for cell in row)  # noqa: E731
+    return "<w:tbl>" + "".join(f"<w:tr>{cells(row)}</w:tr>" for row in rows) + "</w:tbl>"
+
+
+def word_document(body: str, title: str = "", link: str = "") -> bytes:
+    """A .docx of ``body`` (the XML of its paragraphs and tables: :func:`word_paragraph`,
+    :func:`word_table`), with a title in its properties and an external link."""
+    rels = ""
+    if link:
+        body += '<w:p><w:hyperlink r:id="rId9"><w:r><w:t>a link</w:t></w:r></w:hyperlink></w:p>'
+        rels = (
+            '<Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/'
+            f'2006/relationships/hyperlink" Target="{link}" TargetMode="External"/>'
+        )
+    parts = {
+        "[Content_Types].xml": (
+            '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats'
+            '.org/package/2006/content-types"><Default Extension="xml" ContentType="application'
+            '/xml"/></Types>'
+        ),
+        "word/document.xml": (
+            f'<?xml version="1.0" encoding="UTF-8"?><w:document {_W} {_R}><w:body>{body}'
+            "</w:body></w:document>"
+        ),
+        "word/styles.xml": _STYLES,
+        "word/numbering.xml": _NUMBERING,
+        "word/_rels/document.xml.rels": (
+            '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.'
+            f'openxmlformats.org/package/2006/relationships">{rels}</Relationships>'
+        ),
+        "docProps/core.xml": (
+            '<?xml version="1.0" encoding="UTF-8"?><cp:coreProperties xmlns:cp="http://schemas'
+            '.openxmlformats.org/package/2006/metadata/core-properties" xmlns:dc="http://purl.'
+            f'org/dc/elements/1.1/"><dc:title>{title}</dc:title><dc:language>en-GB</dc:language>'
+            "</cp:coreProperties>"
+        ),
+    }
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in parts.items():
+            archive.writestr(name, text)
+    return out.getvalue()

@@ -11,9 +11,17 @@ import subprocess
 import pytest
 
 from crawlyx.content.documents import Unreadable
-from crawlyx.content.documents.reader import read_pdf
+from crawlyx.content.documents.reader import read_docx, read_pdf
 from tests.conftest import crawl_command, crawl_env
-from tests.pdfs import encrypted_pdf, image_pdf, print_to_pdf, text_pdf
+from tests.pdfs import (
+    encrypted_pdf,
+    image_pdf,
+    print_to_pdf,
+    text_pdf,
+    word_document,
+    word_paragraph,
+    word_table,
+)
 from tests.site import QuietHandler, Serving
 
 MANUAL = """<!doctype html><html lang="en"><head><title>Widget Manual</title><style>
@@ -184,13 +192,61 @@ def test_an_unreadable_pdf_says_why(body, detail):
         read_pdf(body, "http://127.0.0.1:9/x.pdf", "http://127.0.0.1:9")
 
 
+def guide() -> bytes:
+    """A Word document: a title, headings, a nested list, a numbered one, a table, a link."""
+    p = word_paragraph
+    body = "".join(
+        [
+            p("Widget Guide", "Title"),
+            p("The guide says how to |run| the widget, step by step."),
+            p("Setting up", "Heading1"),
+            p("Unpack it", num=(1, 0)),
+            p("Keep the box", num=(1, 1)),
+            p("Plug it in", num=(1, 0)),
+            p("Parts", "Heading2"),
+            word_table([("Part", "Price"), ("Gear wheel", "12.50"), ("Spring", "3.20")]),
+            p("Turn it on", num=(2, 0)),
+        ]
+    )
+    return word_document(body, link="http://127.0.0.1:9/parts")
+
+
+def test_a_word_document_reads_as_markdown():
+    page = read_docx(guide(), "http://127.0.0.1:9/guide.docx", "http://127.0.0.1:9")
+    assert page["title"] == "Widget Guide" and page["lang"] == "en-GB"
+    assert page["markdown"] == (
+        "# Widget Guide\n\nThe guide says how to run the widget, step by step.\n\n"
+        "# Setting up\n\n- Unpack it\n  - Keep the box\n- Plug it in\n\n## Parts\n\n"
+        "| Part | Price |\n| --- | --- |\n| Gear wheel | 12.50 |\n| Spring | 3.20 |\n\n"
+        "1. Turn it on\n\na link\n"
+    )
+    assert list(page["links"]) == ["http://127.0.0.1:9/parts"]
+
+
+@pytest.mark.parametrize(
+    "body, detail",
+    [
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(512), "encrypted, or a Word 97-2003 file"),
+        (b"PK\x03\x04 cut short", "broken Word document"),
+        (word_document(""), "no text in the Word document"),
+    ],
+)
+def test_an_unreadable_word_document_says_why(body, detail):
+    with pytest.raises(Unreadable, match=detail):
+        read_docx(body, "http://127.0.0.1:9/x.docx", "http://127.0.0.1:9")
+
+
 HOME = """<html><head><title>Home</title></head><body><h1>Home</h1><p>Files.</p>
 <a href="/manual.pdf">manual</a> <a href="/handbook">handbook</a>
+<a href="/guide.docx">guide</a> <a href="/sheet.xlsx">sheet</a>
 <a href="/secret.pdf">secret</a> <a href="/broken.pdf">broken</a> <a href="/scan.pdf">scan</a>
 <a href="/private.pdf">private</a> <a href="/logo.png">logo</a> <a href="/bundle.zip">zip</a>
 <a href="/data.json">data</a></body></html>"""
 
 PARTS = "<html><head><title>Parts</title></head><body><h1>Parts</h1><p>Gears.</p></body></html>"
+
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
 class DocumentSite(Serving):
@@ -220,6 +276,9 @@ class DocumentSite(Serving):
                 "/logo.png": ("image/png", b"\x89PNG\r\n\x1a\n" + bytes(64), {}),
                 "/bundle.zip": ("application/zip", b"PK\x03\x04" + bytes(64), {}),
                 "/data.json": ("application/json", b'{"a": 1}', {}),
+                # A Word document by its name and first bytes: its Content-Type says nothing.
+                "/guide.docx": ("application/octet-stream", guide(), {}),
+                "/sheet.xlsx": (XLSX, b"PK\x03\x04" + bytes(64), {}),
             }
         )
 
@@ -240,7 +299,8 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         assert result.returncode == 0, result.log[-3000:]
         items = {item["url"]: item for item in result.items}
         # The PDFs read are pages; a link in one is followed.
-        assert sorted(items) == [f"{base}{p}" for p in ("/", "/handbook", "/manual.pdf", "/parts")]
+        pages = ("/", "/guide.docx", "/handbook", "/manual.pdf", "/parts")
+        assert sorted(items) == [f"{base}{p}" for p in pages]
         manual = items[f"{base}/manual.pdf"]
         assert manual["title"] == "Widget Manual" and manual["status"] == 200
         assert manual["markdown"].startswith("# Widget Manual\n")
@@ -249,6 +309,8 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         assert items[f"{base}/parts"]["referrer"] == f"{base}/manual.pdf"
         assert "## Chapter 3 notes" in items[f"{base}/handbook"]["markdown"]
         assert result.stat("crawlyx/documents/pdf") == "3"  # the opted-out one was read too
+        assert result.stat("crawlyx/documents/docx") == "1"
+        assert "| Gear wheel | 12.50 |" in items[f"{base}/guide.docx"]["markdown"]
         # Every other response: one line, one class.
         found = _errors(errors)
         assert {url.removeprefix(base): cls for url, (cls, _) in found.items()} == {
@@ -259,12 +321,14 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
             "/logo.png": "not_a_page",
             "/bundle.zip": "not_a_page",
             "/data.json": "not_a_page",
+            "/sheet.xlsx": "not_a_page",
         }
         assert found[f"{base}/secret.pdf"][1] == "encrypted: the PDF needs a password"
         assert found[f"{base}/logo.png"][1] == "image/png: an image, not a page"
         assert found[f"{base}/bundle.zip"][1] == "application/zip: an archive, not a page"
         assert result.stat("crawlyx/error/unreadable") == "3"
-        assert result.stat("crawlyx/error/not_a_page") == "3"
+        assert found[f"{base}/sheet.xlsx"][1] == f"{XLSX}: an office document, not a page"
+        assert result.stat("crawlyx/error/not_a_page") == "4"
 
         # With documents off, a PDF is no page either: recorded, not read.
         errors_off = tmp_path / "errors-off.jsonl"
@@ -277,7 +341,11 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
             "application/pdf: a PDF (not in CRAWLYX_DOCUMENTS)",
         )
         assert found[f"{base}/handbook"][0] == "not_a_page"
-        assert len(found) == 9  # every link of the home page
+        assert found[f"{base}/guide.docx"] == (
+            "not_a_page",
+            "application/octet-stream: a Word document (not in CRAWLYX_DOCUMENTS)",
+        )
+        assert len(found) == 11  # every link of the home page
         assert off.stat("crawlyx/documents/pdf") is None
 
 
@@ -285,11 +353,11 @@ def test_an_unknown_document_type_stops_the_crawl(tmp_path):
     command = crawl_command(
         tmp_path / "out.jsonl",
         "start=http://127.0.0.1:9/",
-        settings={"CRAWLYX_DOCUMENTS": "pdf,docx"},
+        settings={"CRAWLYX_DOCUMENTS": "pdf,odt"},
     )
     proc = subprocess.run(command, env=crawl_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert "CRAWLYX_DOCUMENTS: unknown document type 'docx'; known: pdf" in proc.stderr
+    assert "CRAWLYX_DOCUMENTS: unknown document type 'odt'; known: pdf, docx" in proc.stderr
 
 
 def test_a_pdf_has_the_read_budget_and_the_size_cap_of_a_page(crawl, tmp_path):

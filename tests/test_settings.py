@@ -245,7 +245,7 @@ WRONG_STRINGS = {
     "CRAWLYX_COST_PROXY_TIER": "satellite",
     "CRAWLYX_COST_PROXY_PRICES": '{"datacenter": [0]}',
     "CRAWLYX_LOG_FORMAT": "xml",
-    "CRAWLYX_DOCUMENTS": "pdf,docx",
+    "CRAWLYX_DOCUMENTS": "pdf,odt",
 }
 ANY_STRING = {"CRAWLYX_DATA_DIR", "CRAWLYX_BOT_NAME", "CRAWLYX_CHROMIUM_PATH"}
 # Every component that can be off, off: its settings are checked all the same.

@@ -1,5 +1,5 @@
-"""Documents a site links (PDFs), read into pages like HTML; every other response that is
-no page is named.
+"""Documents a site links (PDFs, Word documents), read into pages like HTML; every other
+response that is no page is named.
 
 The crawl process only tells what a response is (:func:`kind_of`, from its Content-Type
 and first bytes: no reader is imported there); a document is read in the page workers
@@ -12,6 +12,7 @@ from __future__ import annotations
 # Document types crawlyx reads (CRAWLYX_DOCUMENTS): name -> Content-Types.
 DOCUMENT_TYPES = {
     "pdf": ("application/pdf", "application/x-pdf", "application/acrobat"),
+    "docx": ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
 }
 
 # Content-Types that say nothing of what a body is: its first bytes are looked at.
@@ -75,17 +76,26 @@ def kind_of(response, types: tuple[str, ...]) -> tuple[str | None, str]:
     """(the document type to read the response as, or None; what it is, in words for
     the errors file when it is not read).
 
-    A PDF is one by its Content-Type, or by its first bytes (``%PDF-``) when the
-    Content-Type says nothing (``application/octet-stream``, none)."""
+    A document is one by its Content-Type or, when the Content-Type says nothing
+    (``application/octet-stream``, none), by its first bytes: ``%PDF-``, or a zip archive
+    at a URL ending in ``.docx``."""
     ctype = content_type(response)
     kind = next((name for name, types_ in DOCUMENT_TYPES.items() if ctype in types_), None)
-    if kind is None and ctype in _GENERIC and b"%PDF-" in response.body[:1024]:
-        kind = "pdf"
+    if kind is None and ctype in _GENERIC:
+        if b"%PDF-" in response.body[:1024]:
+            kind = "pdf"
+        elif response.body.startswith(b"PK\x03\x04") and _path(response.url).endswith(".docx"):
+            kind = "docx"
     if kind is not None:
         if kind in types:
             return kind, ""
-        return None, f"{ctype or 'no Content-Type'}: a {kind.upper()} (not in CRAWLYX_DOCUMENTS)"
+        name = {"pdf": "a PDF", "docx": "a Word document"}[kind]
+        return None, f"{ctype or 'no Content-Type'}: {name} (not in CRAWLYX_DOCUMENTS)"
     return None, f"{ctype or 'no Content-Type'}: {_what(ctype)}, not a page"
+
+
+def _path(url: str) -> str:
+    return url.split("?", 1)[0].split("#", 1)[0].lower()
 
 
 def _what(ctype: str) -> str:
@@ -96,10 +106,10 @@ def _what(ctype: str) -> str:
         return "an archive"
     if ctype in ("text/css", "text/javascript", "application/javascript"):
         return "a script or style sheet"
+    if "officedocument" in ctype or "opendocument" in ctype or "ms-" in ctype or "msword" in ctype:
+        return "an office document"
     if "json" in ctype or "xml" in ctype or ctype in ("text/csv", "text/plain"):
         return "data or plain text"
-    if "officedocument" in ctype or "opendocument" in ctype or "msword" in ctype:
-        return "an office document"
     return "a type crawlyx does not read"
 
 
@@ -107,8 +117,7 @@ def read_document(kind: str, body: bytes, url: str, scope: str | None, neardup: 
     """The document read as a page (see :func:`crawlyx.content.page.analyze`), in a
     worker; :class:`Unreadable` when it cannot be."""
     # Imported here: the crawl process never reads a document.
-    from crawlyx.content.documents.reader import read_pdf
+    from crawlyx.content.documents.reader import read_docx, read_pdf
 
-    if kind != "pdf":
-        raise ValueError(f"unknown document type {kind!r}")
-    return read_pdf(body, url, scope, neardup=neardup)
+    readers = {"pdf": read_pdf, "docx": read_docx}
+    return readers[kind](body, url, scope, neardup=neardup)

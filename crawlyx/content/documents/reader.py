@@ -1,6 +1,7 @@
-"""A PDF read as a page: the fields :func:`crawlyx.content.page.analyze` gives an HTML
-page, from the document's text (:mod:`crawlyx.content.documents.layout`), metadata and
-link annotations. Runs in a worker process."""
+"""A document read as a page: the fields :func:`crawlyx.content.page.analyze` gives an
+HTML page, from the document's text (a PDF's: :mod:`crawlyx.content.documents.layout`; a
+Word document's: :mod:`crawlyx.content.documents.docx`), metadata and links. Runs in a
+worker process."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from base64 import b64encode
 
 from crawlyx.content.boilerplate import block_keys
-from crawlyx.content.documents import Unreadable, layout, pdf
+from crawlyx.content.documents import Unreadable, docx, layout, pdf
 from crawlyx.content.page import digest
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.urls.normalize import fetch_form, normalize_url
@@ -26,19 +27,35 @@ _FILE_TITLE = re.compile(
 def read_pdf(body: bytes, url: str, scope: str | None, *, neardup: bool = False) -> dict:
     doc = pdf.read(body)
     text, headings = layout.markdown(doc)
-    if sum(1 for char in text if not char.isspace()) < MIN_TEXT:
+    if _chars(text) < MIN_TEXT:
         if doc.images:
             raise Unreadable("no text: its pages are images (a scan without a text layer)")
         raise Unreadable("no text in the PDF")
-    title = (doc.title or "").strip()
+    meta = {"title": doc.title, "description": doc.description, "lang": doc.lang}
+    return _page(text, meta, headings, doc.links, url, scope, neardup)
+
+
+def read_docx(body: bytes, url: str, scope: str | None, *, neardup: bool = False) -> dict:
+    text, meta, headings, links = docx.read(body)
+    if _chars(text) < MIN_TEXT:
+        raise Unreadable("no text in the Word document")
+    return _page(text, meta, headings, links, url, scope, neardup)
+
+
+def _chars(text: str) -> int:
+    return sum(1 for char in text if not char.isspace())
+
+
+def _page(text, meta, headings, uris, url, scope, neardup) -> dict:
+    title = (meta.get("title") or "").strip()
     if not title or _FILE_TITLE.search(title):
         title = headings[0] if headings else None
     data = {
         "title": title or None,
-        "description": (doc.description or "").strip() or None,
-        "lang": doc.lang,
+        "description": (meta.get("description") or "").strip() or None,
+        "lang": meta.get("lang"),
         "canonical": None,
-        "links": _links(doc.links, url, scope),
+        "links": _links(uris, url, scope),
         "anchors": {},
         "robots": [],
         "frames": [],
