@@ -51,6 +51,7 @@ _LINE_MARKS = re.compile(r"^(?:\s*(?:#{1,6}|>|[-*+])\s+)+", re.MULTILINE)
 _INLINE_MARKS = re.compile(r"(?<!\\)(?:\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)|`+|~~|!?\[|\])")
 _TABLE_RULE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|)+\s*$", re.MULTILINE)
 _WORD = re.compile(r"\w+")
+_SCRIPT_TAGS = re.compile(r"</?su[bp]>")  # the converter's superscripts and subscripts
 
 
 def plain_text(markdown: str) -> str:
@@ -58,7 +59,7 @@ def plain_text(markdown: str) -> str:
     text = _REFERENCE_DEF.sub("", LINK_TARGET.sub("]", markdown))
     text = _TABLE_RULE.sub("", text)
     text = _LINE_MARKS.sub("", text)
-    text = _INLINE_MARKS.sub("", text.replace("|", " "))
+    text = _INLINE_MARKS.sub("", _SCRIPT_TAGS.sub("", text).replace("|", " "))
     return _ESCAPE.sub(r"\1", text)
 
 

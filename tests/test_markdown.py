@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 from crawlyx.content.markdown import html_to_markdown
 
 BASE = "https://example.com/docs/guide/page.html"
-# an HTML tag, comment or declaration left in the output (a backslash-escaped "\<" is text)
+# an HTML tag, comment or declaration left in the output (a backslash-escaped "\<" is text);
+# <sup> and <sub> are the only tags the converter writes
 TAG_RE = re.compile(
-    r"(?<!\\)(?:</?[A-Za-z][A-Za-z0-9-]*(?:\s[^>]*)?/?>|<!--|<!\[CDATA\[|<!DOCTYPE)", re.I
+    r"(?<!\\)(?:<(?!/?su[bp]>)/?[A-Za-z][A-Za-z0-9-]*(?:\s[^>]*)?/?>|<!--|<!\[CDATA\[|<!DOCTYPE)",
+    re.I,
 )
 
 
@@ -521,7 +523,7 @@ _TAGS = (
     "<p> </p> <div> </div> <ul> <ol> <li> </li> </ul> </ol> <table> <tr> <td> <th_colspan=2> "
     "<td_rowspan=2> </td> </table> <pre> </pre> <code> </code> <a_href='x_y'> <a_href='#a'> "
     "</a> <h2> </h2> <blockquote> </blockquote> <br> <hr> <img_alt='i'> <script> </script> "
-    "<b> </b> <em> </em> <x-y> </x-y> <embed> <svg/> <!-- -->"
+    "<b> </b> <em> </em> <x-y> </x-y> <embed> <svg/> <!-- --> <sup> </sup> <sub> </sub>"
 ).split()
 _TEXT = ["text", " ", "\n", "  \n  ", "|", "`", "```", "*", "_", "&amp;", "&nbsp;", "\t"]
 _ODD = ["\u2028", "\x0c", "\r\n", "\x00", "\udcff", "\xa0"]
@@ -534,6 +536,27 @@ def test_property_output_invariants(html):
     out = md(html)
     assert_clean(out)
     assert not TAG_RE.search(out)
+    for tag in ("sup", "sub"):
+        assert out.count(f"<{tag}>") == out.count(f"</{tag}>"), out
+
+
+def test_superscripts_and_subscripts_are_kept_as_inline_html():
+    """ "2<sup>7</sup> − 1" is not "27 − 1": the tags stay (GFM renders them)."""
+    html = (
+        "<p>An <code>i8</code> holds −(2<sup>7</sup>) to 2<sup>7</sup> − 1, "
+        "and water is H<sub>2</sub>O.</p>"
+        "<table><tr><th>unit</th></tr><tr><td>m<sup>2</sup></td></tr></table>"
+        "<h2>E = mc<sup> 2 </sup></h2>"
+        "<p>x<sup>a<sub>b</sub></sup>,<sup> </sup>y, <code>2<sup>n</sup></code></p>"
+    )
+    out = md(html)
+    assert_clean(out)
+    assert "−(2<sup>7</sup>) to 2<sup>7</sup> − 1" in out
+    assert "H<sub>2</sub>O" in out
+    assert "| m<sup>2</sup> |" in out
+    assert "## E = mc <sup>2</sup>" in out
+    assert "x<sup>ab</sup>, y" in out  # nested: marked once; empty: nothing
+    assert "`2n`" in out  # in code, the code's text
 
 
 @pytest.mark.parametrize(

@@ -65,6 +65,8 @@ _CONVERTERS = {
     "dd": "convert_dd",
     "img": "convert_img",
     "q": "convert_q",
+    "sup": "convert_sup",
+    "sub": "convert_sub",
     "figcaption": "convert_div",
     # table parts only matter for tables nested in a cell (flattened to text)
     "table": "convert_inline_table_part",
@@ -110,6 +112,7 @@ def _join(origin: str | None, href: str) -> str | None:
 
 _BOLD = frozenset({"b", "strong"})
 _ITALIC = frozenset({"em", "i", "cite"})
+_SCRIPTS = frozenset({"sup", "sub"})
 
 # "<" that would start a raw HTML tag / comment / declaration in markdown
 _re_tag_like = re.compile(r"<(?=[A-Za-z/!?])")
@@ -363,6 +366,25 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
 
     def convert_q(self, el, text, parent_tags):
         return '"' + text + '"' if text else ""
+
+    # Superscripts and subscripts stay as the inline HTML tags: flattened, "2<sup>7</sup>"
+    # reads "27". GFM has no syntax of its own for them, and the carets and tildes some
+    # renderers accept (2^7^, H~2~O) are literal text or strikethrough in GFM, while
+    # <sup> and <sub> are inline HTML every GFM renderer shows (and a reader of the raw
+    # text cannot misread). In code they are the code's text.
+    def convert_sup(self, el, text, parent_tags):
+        return self._script(text, parent_tags, "sup")
+
+    def convert_sub(self, el, text, parent_tags):
+        return self._script(text, parent_tags, "sub")
+
+    def _script(self, text, parent_tags, tag):
+        if "_noformat" in parent_tags or not _SCRIPTS.isdisjoint(parent_tags):
+            return text  # a superscript's superscript is marked once
+        prefix, suffix, text = chomp(_re_all_whitespace.sub(" ", text))
+        if not text:
+            return prefix or suffix
+        return f"{prefix}<{tag}>{text}</{tag}>{suffix}"
 
     # ------------------------------------------------------------------ blocks
     def convert_div(self, el, text, parent_tags):
