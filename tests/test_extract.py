@@ -869,3 +869,36 @@ def test_a_product_hidden_until_scripts_run_is_read_past_a_big_menu():
     out = page_markdown(page, "https://shop.example/almond-thins")
     assert out.startswith("# Almond thins\n") and "Part 7 of the guide" in out
     assert "Category number" not in out and "Added to your basket" not in out
+
+
+BOOK_CHAPTER = """<html><head><title>References and Borrowing - The Book</title></head><body>
+<nav class="sidebar"><ol><li><a href="ch04-01.html">4.1 Ownership</a></li>
+<li><a href="ch04-02.html">4.2 References and Borrowing</a></li></ol></nav>
+<div class="page"><main>
+<h1>References and Borrowing</h1>
+<p>The issue with the tuple code in Listing 4-4 is that we have to return the String to the
+calling function so we can still use the String after the call.</p>
+<figure class="listing"><span class="file-name">Filename: src/main.rs</span>
+<pre><code class="language-rust">fn main() {
+    let s1 = String::from("hello");
+}</code></pre>
+<figcaption>Listing 4-4: Returning ownership of parameters</figcaption></figure>
+<p>Table 4-1 lists what each kind of reference allows; a photo of the team follows.</p>
+<figure><table><tr><th>kind</th><th>mutates</th></tr><tr><td>shared</td><td>no</td></tr>
+</table><figcaption>Table 4-1: Kinds of references</figcaption></figure>
+<table><caption>Table 4-2: Lifetimes</caption><tr><th>name</th></tr><tr><td>'a</td></tr></table>
+<figure><img src="team.jpg" alt="The team"><figcaption>The team in Berlin, 2019. Photo: Jane
+Doe</figcaption></figure>
+<p>We call the action of creating a reference borrowing: if a person owns something, you
+can borrow it from them, and when you are done, you have to give it back.</p>
+</main></div></body></html>"""
+
+
+def test_captions_of_code_and_tables_stay_where_photo_captions_go():
+    """The text says "Listing 4-4 shows": the caption that names it stays, on any site."""
+    out = page_markdown(BOOK_CHAPTER, "https://book.example/ch04-02.html")
+    assert "Filename: src/main.rs\n\n```rust\n" in out
+    assert "}\n```\n\nListing 4-4: Returning ownership of parameters\n\n" in out
+    assert "| shared | no |\n\nTable 4-1: Kinds of references\n\n" in out
+    assert "Table 4-2: Lifetimes\n\n| name |" in out
+    assert "Berlin" not in out and "The team" not in out  # a photo's caption still goes

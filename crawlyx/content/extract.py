@@ -387,6 +387,8 @@ def _prune(body, page_type: str | None) -> dict | None:
     if page_type != "documentation":  # a photo's caption and credit are not the content
         for caption in list(body.iter("figcaption")):
             figure = caption.getparent()
+            if _captions_data(figure):
+                continue  # "Listing 4-4: ...", which the text refers to
             _drop(caption)
             if figure.tag == "figure" and not _text(figure).strip():
                 _drop(figure)  # else the photo's alt text would stand in for the caption
@@ -414,6 +416,12 @@ def _prune(body, page_type: str | None) -> dict | None:
         ]
     )
     return _prune_by_name(body, page_type)
+
+
+def _captions_data(figure) -> bool:
+    """A figure of code or of a table, not a photo: its caption names it ("Listing 4-4",
+    "Table 2") and the text says what it shows by that name."""
+    return figure is not None and next(figure.iter("pre", "code", "table"), None) is not None
 
 
 def _judge(el, opened: set, total: int, posts: set, hidden: list) -> bool:
