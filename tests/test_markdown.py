@@ -209,6 +209,28 @@ def test_fenced_code_language_from_class_conventions(html, lang):
     assert md(html) == f"```{lang}\nx = 1\n```\n"
 
 
+@pytest.mark.parametrize(
+    ("html", "lang"),
+    [
+        (  # rustdoc's examples and item declarations
+            "<div class='example-wrap'><pre class='rust rust-example-rendered'><code>"
+            "x = 1</code></pre></div>",
+            "rust",
+        ),
+        ("<pre class='rust item-decl'><code>x = 1</code></pre>", "rust"),
+        ("<div class='example-wrap ignore'><pre class='rust ignore'>x = 1</pre></div>", "rust"),
+        ("<pre><code class='Python'>x = 1</code></pre>", "python"),
+        ("<pre class='toml'><code class='language-ini'>x = 1</code></pre>", "ini"),
+        # classes that are no language, or not surely one
+        ("<pre class='example code wrap'><code class='block'>x = 1</code></pre>", ""),
+        ("<pre class='c'>x = 1</pre>", ""),
+        ("<pre class='rust-example-rendered'>x = 1</pre>", ""),
+    ],
+)
+def test_fenced_code_language_from_a_bare_language_class(html, lang):
+    assert md(html) == f"```{lang}\nx = 1\n```\n"
+
+
 def test_code_block_content_is_verbatim():
     code = (
         "def f(a_b, *args):\n"

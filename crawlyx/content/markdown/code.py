@@ -11,6 +11,22 @@ _re_lang_highlight = re.compile(r"^highlight-(?:source-)?([^-].*)$")
 _re_brush = re.compile(r"(?:^|[\s;])brush\s*:\s*([\w#+.-]+)")
 _re_lang_value = re.compile(r"^[\w#+.-]+$")
 _re_pre_lstrip = re.compile(r"^[ \t\n]*\n")
+# Languages a bare class names (rustdoc's ``<pre class="rust rust-example-rendered">``,
+# Prism's and many themes' ``<code class="python">``): a class is a language only when it
+# is one of these, so "example", "wrap", "line" or "c" (a utility class as often as C) are
+# never taken for one.
+_BARE_LANGUAGES = frozenset(
+    """
+    rust python py javascript js typescript ts jsx tsx java kotlin scala swift go golang
+    ruby rb php perl lua haskell elixir erlang clojure ocaml fsharp csharp cpp objectivec
+    dart julia zig nim crystal groovy fortran cobol pascal matlab
+    bash sh shell zsh fish powershell ps1 console shellsession bat batch
+    sql plsql graphql html xml xhtml svg css scss sass less json jsonc json5 yaml yml toml
+    ini dockerfile makefile cmake nginx apache diff patch markdown md latex tex rst
+    protobuf proto solidity wasm asm nasm llvm vim elm purescript racket scheme commonlisp
+    lisp prolog vb vbnet hcl terraform
+    """.split()
+)
 _LANG_IGNORE = frozenset({"none", "nohighlight", "no-highlight", "default", "notranslate", ""})
 _CLASS_IGNORE = frozenset({"hljs", "sourcecode", "highlight", "notranslate", "code", "prettyprint"})
 # A line-number gutter: Pygments, Rouge, highlight.js's plugin, GitHub's and Gitea's file
@@ -70,6 +86,9 @@ def _language_from(el) -> str:
                 and _re_lang_value.match(cls)
             ):
                 return cls
+    for cls in lowered:  # rustdoc: "rust rust-example-rendered"
+        if cls in _BARE_LANGUAGES:
+            return cls
     return ""
 
 
