@@ -233,7 +233,9 @@ def test_report(site, crawl, tmp_path):
     assert report["pages_per_second"] > 0
     # Errors by class: those of the errors file.
     recorded = Counter(json.loads(line)["class"] for line in errors_path.read_text().splitlines())
-    assert report["errors"]["by_class"] == dict(recorded) == {"http_4xx": 1, "robots_disallowed": 1}
+    # The site's /file.pdf is no PDF (a line of text): unreadable, which is no fetch failure.
+    expected = {"http_4xx": 1, "robots_disallowed": 1, "unreadable": 1}
+    assert report["errors"]["by_class"] == dict(recorded) == expected
     assert report["errors"]["count"] == int(result.stat("crawlyx/error/count"))
     # Success rate: pages / (pages + fetch failures); the missing page is the one failure.
     failed = sum(recorded[name] for name in FETCH_FAILURES)
