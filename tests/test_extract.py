@@ -902,3 +902,50 @@ def test_captions_of_code_and_tables_stay_where_photo_captions_go():
     assert "| shared | no |\n\nTable 4-1: Kinds of references\n\n" in out
     assert "Table 4-2: Lifetimes\n\n| name |" in out
     assert "Berlin" not in out and "The team" not in out  # a photo's caption still goes
+
+
+API_PAGE = """<html><head><title>Vec in std::vec - Rust</title></head><body>
+<nav class="sidebar"><ul><li><a href="#method.new">new</a></li>
+<li><a href="#method.len">len</a></li></ul></nav>
+<main><section id="main-content" class="content">
+<div class="main-heading"><h1>Struct <span class="struct">Vec</span></h1>
+<span class="sub-heading"><span class="since" title="Stable since Rust version 1.0.0">1.0.0</span>
+ · <a class="src" href="../../src/alloc/vec/mod.rs.html#397">Source</a></span></div>
+<pre class="rust item-decl"><code>pub struct Vec&lt;T&gt; { /* private fields */ }</code></pre>
+<details class="toggle top-doc" open><summary class="hideme"><span>Expand description</span>
+</summary><div class="docblock"><p>A contiguous growable array type, written as
+<code>Vec&lt;T&gt;</code>, short for vector. It holds its elements in one allocation.</p>
+</div></details>
+<details class="toggle method-toggle" open><summary><section id="method.new" class="method">
+<span class="rightside"><span class="since" title="const since 1.39.0">1.0.0 (const: 1.39.0)</span>
+ · <a class="src" href="../../src/alloc/vec/mod.rs.html#420">Source</a></span>
+<h4 class="code-header">pub const fn new() -&gt; Vec&lt;T&gt;</h4></section></summary>
+<div class="docblock"><p>Constructs a new, empty vector; it will not allocate until elements
+are pushed onto it.</p></div></details>
+<details class="toggle"><summary class="hideme"><span>Show 12 methods</span></summary>
+<div class="docblock"><p>Returns the number of elements in the vector, its length.</p></div>
+</details>
+<h2>Questions</h2>
+<details><summary>What does a vector cost to create?</summary><p>Nothing until it holds
+an element: an empty vector does not allocate.</p></details>
+<details><summary>Details of the growth strategy</summary><p>The capacity doubles.</p></details>
+<p>Changed in this release: <span class="version">version 2 reads the old files too, and
+writes the new format.</span></p>
+<p>See the <a class="src" href="/guide">source of truth</a> and <a href="/data">Source</a>.</p>
+</section></main></body></html>"""
+
+
+def test_toggle_labels_version_badges_and_source_links_are_not_text():
+    """rustdoc's "Expand description" and "1.0.0 · Source" beside every item are its UI;
+    the summaries that say something, and a version note that says more, stay."""
+    out = page_markdown(API_PAGE, "https://doc.example/std/vec/struct.Vec.html")
+    for ui in ("Expand description", "Show 12 methods", "1.0.0", "1.39.0", "src/alloc", "·"):
+        assert ui not in out, ui
+    assert "# Struct Vec\n\n```rust\npub struct Vec<T>" in out
+    assert "#### pub const fn new() -> Vec\\<T>\n\nConstructs a new, empty vector" in out
+    assert "Returns the number of elements" in out  # the fold's content stays
+    assert "What does a vector cost to create?\n\nNothing until" in out
+    assert "Details of the growth strategy" in out
+    assert "version 2 reads the old files too" in out
+    assert "[source of truth](https://doc.example/guide)" in out
+    assert "[Source](https://doc.example/data)" in out  # a link that is not the item's source

@@ -418,6 +418,32 @@ def _prune(body, page_type: str | None) -> dict | None:
     return _prune_by_name(body, page_type)
 
 
+def _is_toggle_label(summary) -> bool:
+    """A ``<summary>`` that is a toggle's label: its text says what the control does."""
+    if next(summary.iter(*_HEADINGS, "pre", "table", "p"), None) is not None:
+        return False
+    text = " ".join(_text(summary).split())
+    return len(text.split()) <= TOGGLE_WORDS and _TOGGLE_LABEL.fullmatch(text) is not None
+
+
+def _is_version_badge(el) -> bool:
+    """A badge that gives the version an item came in: named so and nothing but that."""
+    names = el.get("class")
+    if not names or not _BADGE_NAME.search(names) or len(el) > 2:
+        return False
+    text = _text(el).strip()
+    return len(text) <= 60 and _VERSION.fullmatch(text) is not None
+
+
+def _is_source_link(el) -> bool:
+    """A link to where an item is defined, drawn beside it: "Source", "[src]"."""
+    return (
+        el.tag == "a"
+        and _SOURCE_LINK_NAME.search(el.get("class", "")) is not None
+        and " ".join(_text(el).split()).lower() in _SOURCE_LINK_TEXT
+    )
+
+
 def _captions_data(figure) -> bool:
     """A figure of code or of a table, not a photo: its caption names it ("Listing 4-4",
     "Table 2") and the text says what it shows by that name."""
@@ -432,6 +458,13 @@ def _judge(el, opened: set, total: int, posts: set, hidden: list) -> bool:
         return False  # most elements: nothing in their markup says chrome
     if _is_permalink(el):
         return _inside(el, _CODE) is None  # a code listing's line anchors are its own
+    if tag == "summary":
+        if _is_toggle_label(el):
+            return True
+    elif _is_version_badge(el) or _is_source_link(el):
+        if el.tail:  # "1.0.0 · Source": the separator goes with what it separated
+            el.tail = _SEPARATOR.sub(" ", el.tail, count=1)
+        return True
     if _is_hidden(el) and not _is_prose(el, opened):
         if _text_len(el) < HIDDEN_PAGE_SHARE * total:
             hidden.append(el)  # judged again once the chrome is gone
@@ -456,7 +489,37 @@ def _judge(el, opened: set, total: int, posts: set, hidden: list) -> bool:
 
 
 # Elements judged in step 1 by their name alone; others only by their attributes.
-_JUDGED_BARE = frozenset({"sup", "form", "header", *CHROME_TAGS})
+_JUDGED_BARE = frozenset({"sup", "form", "header", "summary", *CHROME_TAGS})
+
+# The label of a <details> toggle that is the page's UI, not its words: "Expand
+# description", "Show 12 methods", "Click to expand", "Details". A summary that says
+# something ("What does it cost?", an item's signature) is the fold's title and stays.
+_TOGGLE_LABEL = re.compile(
+    r"(?:click (?:here )?to |tap to )?"
+    r"(?:expand|collapse|show|hide|toggle|view|see|open|close|read)"
+    r"(?: (?:all|the|full|more|less|hidden|\d+))*"
+    r"(?: (?:description|details?|more|less|all|code|source|examples?|contents?|items?|"
+    r"fields?|methods?|variants?|implementations?|implementors?|(?:trait |associated |"
+    r"undocumented )?items?|sections?|answers?|text|output|everything|info(?:rmation)?))?"
+    r"|details|more|less|[+−▶▼►▸▾-]|\[[+−-]\]",
+    re.IGNORECASE,
+)
+TOGGLE_WORDS = 5
+# A stability or version badge: rustdoc's <span class="since">1.0.0</span> beside each
+# item, a docs theme's <span class="version">v2.3</span>, "Since 3.2". Named so, and
+# holding a version and nothing else: a "version" block that says more is content.
+_BADGE_NAME = re.compile(
+    r"(?<![a-z])(?:since|version|stable-since|added-in|release|badge)(?![a-z])", re.IGNORECASE
+)
+_VERSION = re.compile(
+    r"(?:v|version|since|stable since|added in|new in)?\s*\d+(?:\.\d+){1,3}[\w.+-]*"
+    r"(?:\s*\((?:const|unstable)?:?\s*[^()]{0,40}\))?",
+    re.IGNORECASE,
+)
+# A link to the item's source beside its version (rustdoc's "Source", "[src]").
+_SOURCE_LINK_TEXT = frozenset({"source", "src", "[src]", "[source]", "view source"})
+_SOURCE_LINK_NAME = re.compile(r"(?<![\w-])(?:src|srclink)(?![\w-])")
+_SEPARATOR = re.compile(r"^\s*[·|•–—-]\s*")
 
 
 def _judged(names: str, page_type: str | None) -> bool:
