@@ -581,6 +581,11 @@ def test_superscripts_and_subscripts_are_kept_as_inline_html():
     assert "`2n`" in out  # in code, the code's text
 
 
+def test_a_long_subscript_is_small_print_not_a_subscript():
+    html = "<p><em><sub>Figure 1: an avalanche profile, source SLF</sub></em> 2<sup>n − 1</sup></p>"
+    assert md(html) == "*Figure 1: an avalanche profile, source SLF* 2<sup>n − 1</sup>\n"
+
+
 @pytest.mark.parametrize(
     ("html", "expected"),
     [

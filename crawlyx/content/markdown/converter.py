@@ -113,6 +113,7 @@ def _join(origin: str | None, href: str) -> str | None:
 _BOLD = frozenset({"b", "strong"})
 _ITALIC = frozenset({"em", "i", "cite"})
 _SCRIPTS = frozenset({"sup", "sub"})
+SCRIPT_WORDS = 4  # a superscript or subscript is an exponent, an index, a note's number
 
 # "<" that would start a raw HTML tag / comment / declaration in markdown
 _re_tag_like = re.compile(r"<(?=[A-Za-z/!?])")
@@ -384,6 +385,8 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         prefix, suffix, text = chomp(_re_all_whitespace.sub(" ", text))
         if not text:
             return prefix or suffix
+        if text.count(" ") >= SCRIPT_WORDS:
+            return prefix + text + suffix  # a caption set small, not a superscript
         return f"{prefix}<{tag}>{text}</{tag}>{suffix}"
 
     # ------------------------------------------------------------------ blocks
