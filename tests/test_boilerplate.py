@@ -145,3 +145,43 @@ def test_a_product_page_s_sections_about_other_products_go():
     # The title is the product's whatever it says.
     title = "# Related Designs walnut lamp\n\nA lamp turned from walnut.\n"
     assert drop_other_products(title) == title
+
+
+def chapter(n: int, listings: int) -> str:
+    """A book's chapter: every listing labelled with its file and captioned."""
+    parts = [f"# Chapter {n}", f"Chapter {n} opens with a paragraph of its own."]
+    for m in range(listings):
+        parts += [
+            f"Listing {n}-{m} does the work of step {m}, as the text explains at length here.",
+            "Filename: src/main.rs",
+            f'```rust\nfn main() {{ println!("{n}-{m}"); }}\n```',
+            f"Listing {n}-{m}: Printing a number",
+            "Output:",
+            f"```console\n{n}-{m}\n```",
+            f"The program prints {n}-{m}, which is what step {m} wanted, and nothing more.",
+        ]
+    parts.append("Found a typo? Edit this page on the book's repository.")
+    return "\n\n".join(parts) + "\n"
+
+
+def test_a_block_s_fate_does_not_depend_on_the_pages_read_before():
+    """ "Filename: src/main.rs" above a listing is on every page, as often as the site's
+    note: it stays on every page whatever the crawl's order, the note at the end goes."""
+    pages = [chapter(n, listings=1 + n % 4) for n in range(30)]
+    for order in (pages, pages[::-1]):
+        repeated = RepeatedBlocks()
+        outputs = [repeated.filter(markdown)[0] for markdown in order]
+        for markdown, out in zip(order, outputs, strict=True):
+            for label in ("Filename: src/main.rs", "Output:", ": Printing a number", "does the"):
+                assert out.count(label) == markdown.count(label), label
+        assert sum("Edit this page" in out for out in outputs) == 4  # the first pages only
+
+
+def test_block_keys_judge_the_ends_of_a_page_and_not_labels_of_code():
+    middle = "\n\n".join(f"Paragraph {n} of the page's own text." for n in range(8))
+    markdown = f"# T\n\nPromo.\n\n{middle}\n\nLabel:\n\n```\ncode\n```\n\n- a list\n\nNote.\n"
+    judged = [k is not None for k in block_keys(markdown)]
+    # the title, three blocks after it, the middle, a label, the code, the last three
+    assert judged == [False] + [True] * 3 + [False] * 6 + [False, False, True, True]
+    judged = [k is not None for k in block_keys("# T\n\nA.\n\nLabel:\n\n| a |\n")]
+    assert judged == [False, True, False, False]

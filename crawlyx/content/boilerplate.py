@@ -28,6 +28,13 @@ least ``min_pages`` pages, and on ``share`` of all pages so far, is dropped. Hea
 code and tables are structure or data and always stay, as does the first block (the
 title). The first pages of a crawl cannot be judged yet and keep their blocks.
 
+Where a block sits decides whether it is judged at all, so that a page's own text never
+depends on the pages read before it: only the blocks at either end of a page's text
+(:data:`EDGE_BLOCKS`), where a site puts its promos and notes, are; a block between
+the page's paragraphs, and the one-line label or caption of code or a table
+("Filename: src/main.rs", "Listing 4-4: ..."), a book's chapters repeat by the dozen,
+are not.
+
 Counts are per process and bounded: when the table is full, blocks seen only once
 are forgotten. Blocks are split and keyed in the page workers (:func:`block_keys`);
 the crawl process only counts keys, and splits a page again only to drop a block.
@@ -195,15 +202,41 @@ def _judged(block: str) -> bool:
     return not block.startswith(("#", *_DATA))
 
 
+# A site's own blocks sit around a page's text (a promo or a note before it, an "about
+# us" blurb, a newsletter box, "Written by" after it), not between its paragraphs: only
+# the blocks this near either end of a page are judged.
+EDGE_BLOCKS = 3
+LABEL_WORDS = 12  # a one-line block beside code or a table this short is its label
+_LIST_OR_QUOTE = re.compile(r"(?:[-*+]|\d+[.)])\s|>")
+
+
 def block_keys(markdown: str) -> list[int | None]:
     """A key per block of ``markdown`` (a 64-bit hash, the same in every process), None
-    for a block never judged: the first (the title), headings, code and tables."""
+    for a block never judged: the first (the title), headings, code and tables, what
+    sits between the page's own blocks (more than :data:`EDGE_BLOCKS` from either end),
+    and the label or caption of code or of a table ("Filename: src/main.rs" above a
+    listing, "Listing 4-4: ..." under it), which a book repeats on page after page."""
+    blocks = split_blocks(markdown)
+    last = len(blocks) - 1
     return [
         int.from_bytes(hashlib.blake2b(b.encode(), digest_size=8).digest())
-        if i and _judged(b)
+        if i
+        and _judged(b)
+        and (i <= EDGE_BLOCKS or last - i < EDGE_BLOCKS)
+        and not _labels_data(blocks, i)
         else None
-        for i, b in enumerate(split_blocks(markdown))
+        for i, b in enumerate(blocks)
     ]
+
+
+def _labels_data(blocks: list[str], i: int) -> bool:
+    """Block ``i`` is a one-line label right above or below code or a table."""
+    block = blocks[i]
+    if "\n" in block or len(block.split()) > LABEL_WORDS or _LIST_OR_QUOTE.match(block):
+        return False
+    return any(
+        0 <= j < len(blocks) and blocks[j].lstrip().startswith(_DATA) for j in (i - 1, i + 1)
+    )
 
 
 class RepeatedBlocks:
