@@ -380,3 +380,23 @@ def test_a_pdf_has_the_read_budget_and_the_size_cap_of_a_page(crawl, tmp_path):
         large = crawl(f"start={url}", f"errors={errors}", settings={"DOWNLOAD_MAXSIZE": 100_000})
         assert large.items == []
         assert _errors(errors)[url][0] == "too_large"
+
+
+def test_documents_in_a_crawl_that_renders_every_page(manual_pdf, chromium, crawl, tmp_path):
+    # The browser shows a PDF in its viewer: the document is fetched again over plain
+    # HTTP and read as what it is, with no failure of the browser recorded.
+    with DocumentSite() as site:
+        base = site.base
+        site.bodies["/manual.pdf"] = ("application/pdf", manual_pdf(base), {})
+        errors = tmp_path / "errors.jsonl"
+        result = crawl(f"start={base}/", "render=always", f"errors={errors}")
+        assert result.returncode == 0, result.log[-3000:]
+        items = {item["url"]: item for item in result.items}
+        pages = ("/", "/guide.docx", "/handbook", "/manual.pdf", "/parts")
+        assert sorted(items) == [f"{base}{p}" for p in pages]
+        assert items[f"{base}/"]["render"] == "browser"
+        manual = items[f"{base}/manual.pdf"]
+        assert manual["render"] == "http" and manual["title"] == "Widget Manual"
+        found = _errors(errors)
+        assert found[f"{base}/secret.pdf"][0] == found[f"{base}/scan.pdf"][0] == "unreadable"
+        assert "render" not in {cls for cls, _ in found.values()}

@@ -20,7 +20,7 @@ from twisted.python.failure import Failure
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
-from crawlyx.content.documents import Unreadable, document_types, kind_of
+from crawlyx.content.documents import Unreadable, document_types, html_type, kind_of
 from crawlyx.content.outline import read_outline
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
@@ -164,6 +164,13 @@ class SiteSpider(Spider):
             # resumed job to fetch.
             self.visited.unlease(response.request)
             return
+        if render.from_browser(response) and isinstance(response, HtmlResponse):
+            if not html_type(response):
+                # The browser showed a document in its viewer (a PDF): it is fetched
+                # again over plain HTTP, and read as what it is. No failure of the browser.
+                self.crawler.stats.inc_value("crawlyx/render/not_html")
+                yield self._over_http(response.request)
+                return
         failed = response.meta.get(render.RENDER_FAILED_META)
         if failed:  # the browser failed and plain HTTP did not: the page is read from it
             self.errors.record(
@@ -494,16 +501,22 @@ class SiteSpider(Spider):
         beside the page, or in the detail of the fetch's own error, so a URL has one error
         class."""
         self.crawler.stats.inc_value("crawlyx/render/failed")
+        yield self._over_http(request, detail)
+
+    def _over_http(self, request, failed: str | None = None) -> Request:
+        """``request``'s page again, over plain HTTP, under the same lease; ``failed``:
+        why the browser failed, recorded with what that fetch gives."""
         meta = {
             "depth": request.meta.get("depth", 0),
             "crawlyx_referrer": request.meta.get("crawlyx_referrer"),
             render.RENDER_META: "fallback",
-            render.RENDER_FAILED_META: detail[:500],
         }
+        if failed is not None:
+            meta[render.RENDER_FAILED_META] = failed[:500]
         for key in ("crawlyx_anchor", HOPS_META, LEASE_META):
             if key in request.meta:
                 meta[key] = request.meta.pop(key)
-        yield self._again(request.url, meta)
+        return self._again(request.url, meta)
 
     # -- refresh runs (see crawlyx/demand/recrawl.py) ---------------------------------
 

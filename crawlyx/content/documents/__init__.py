@@ -72,6 +72,15 @@ def content_type(response) -> str:
     return value.split(b";")[0].strip().lower().decode("latin-1")
 
 
+# What a browser shows as a page; anything else it shows in a viewer (a PDF) or as text.
+HTML_TYPES = frozenset({"", "text/html", "application/xhtml+xml"})
+
+
+def html_type(response) -> bool:
+    """The response's Content-Type is HTML's (or there is none)."""
+    return content_type(response) in HTML_TYPES
+
+
 def kind_of(response, types: tuple[str, ...]) -> tuple[str | None, str]:
     """(the document type to read the response as, or None; what it is, in words for
     the errors file when it is not read).
