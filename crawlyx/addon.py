@@ -65,6 +65,8 @@ COMPONENTS = {
     },
     "ITEM_PIPELINES": {
         "crawlyx.pipelines.markdown.MarkdownPipeline": 300,
+        # After the markdown's hash is taken: a page with another's markdown is dropped.
+        "crawlyx.pipelines.copies.CopiesPipeline": 310,
         # The last: just before the feed exporter writes the item.
         "crawlyx.pipelines.lease.LeaseCheck": 1000,
     },

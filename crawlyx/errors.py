@@ -40,7 +40,13 @@ ERROR_CLASSES = (
     # a document (CRAWLYX_DOCUMENTS) that cannot be read: encrypted, broken, no text
     "unreadable",
     "not_a_page",  # a response of a type crawlyx does not read: an image, an archive...
+    # Another address of a document written under one address only (no failure):
+    "duplicate",  # its markdown is byte for byte an earlier page's (crawlyx/pipelines/copies.py)
 )
+
+# The classes of a page that was read fine and is written under another address: the
+# link graph keeps it as the page it is (the audit's duplicates and canonicals list it).
+ALIASES = ("duplicate",)
 
 # The classes of a URL that was fetched (or tried) and did not come back fine.
 FETCH_FAILURES = ("http_4xx", "http_5xx", "timeout", "dns", "tls", "connection", "too_large")
@@ -118,7 +124,7 @@ class ErrorLog:
     ):
         if error_class not in ERROR_CLASSES:
             raise ValueError(f"unknown error class {error_class!r}")
-        if self.graph is not None:
+        if self.graph is not None and error_class not in ALIASES:
             self.graph.outcome(url, error_class, status=status, depth=depth)
         from crawlyx.extensions.telemetry import tally_of  # it imports the middlewares
 

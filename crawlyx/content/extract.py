@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import islice
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
@@ -420,16 +421,22 @@ def _prune(body, page_type: str | None) -> dict | None:
 
 def _is_toggle_label(summary) -> bool:
     """A ``<summary>`` that is a toggle's label: its text says what the control does."""
-    if next(summary.iter(*_HEADINGS, "pre", "table", "p"), None) is not None:
+    if not _small(summary) or next(summary.iter(*_HEADINGS, "pre", "table", "p"), None):
         return False
     text = " ".join(_text(summary).split())
     return len(text.split()) <= TOGGLE_WORDS and _TOGGLE_LABEL.fullmatch(text) is not None
 
 
+def _small(el, elements: int = 4) -> bool:
+    """``el`` holds at most this many elements: a label, a badge. Counted no further, so
+    that judging thousands of nested ones costs no more than the page."""
+    return next(islice(el.iterdescendants(), elements, None), None) is None
+
+
 def _is_version_badge(el) -> bool:
     """A badge that gives the version an item came in: named so and nothing but that."""
     names = el.get("class")
-    if not names or not _BADGE_NAME.search(names) or len(el) > 2:
+    if not names or not _BADGE_NAME.search(names) or not _small(el):
         return False
     text = _text(el).strip()
     return len(text) <= 60 and _VERSION.fullmatch(text) is not None
