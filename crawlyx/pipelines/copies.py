@@ -8,12 +8,12 @@ detail naming the page that holds the document (``same markdown as URL``). It ru
 the markdown pipeline (which takes the hash) and before the feed exporter.
 
 The claims are a hash in Redis (``crawlyx:{job}:copies``, the markdown's sha256 -> URL of
-the page that claimed it, some 150 bytes a page) that lives and dies with the job's other keys, so a copy is found
-across the job's processes and its runs. A claim is one ``HSETNX`` (a script that
-answers the owner's URL) sent with the crawl core's next batch (crawlyx/frontier/core.py):
-no round trip of its own, and the item waits for its answer off the reactor's path, as
-it waits for the page registry's. Same hash claimed twice in one batch: the script runs
-them one after the other, the first wins.
+the page that claimed it: some 90 bytes a page and its URL) that lives and dies with the
+job's other keys, so a copy is found across the job's processes and its runs. A claim is
+one ``HSETNX`` (a script that answers the owner's URL) sent with the crawl core's next
+batch (crawlyx/frontier/core.py): no round trip of its own, and the item waits for its
+answer off the reactor's path, as it waits for the page registry's. A hash claimed twice
+in one batch: the script runs them one after the other, the first wins.
 
 The policy, safe against a process killed at any moment:
 
