@@ -42,11 +42,12 @@ ERROR_CLASSES = (
     "not_a_page",  # a response of a type crawlyx does not read: an image, an archive...
     # Another address of a document written under one address only (no failure):
     "duplicate",  # its markdown is byte for byte an earlier page's (crawlyx/pipelines/copies.py)
+    "alias",  # its rel=canonical names another page of the site, which confirms it
 )
 
 # The classes of a page that was read fine and is written under another address: the
 # link graph keeps it as the page it is (the audit's duplicates and canonicals list it).
-ALIASES = ("duplicate",)
+ALIASES = ("duplicate", "alias")
 
 # The classes of a URL that was fetched (or tried) and did not come back fine.
 FETCH_FAILURES = ("http_4xx", "http_5xx", "timeout", "dns", "tls", "connection", "too_large")

@@ -34,6 +34,9 @@ CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site
 # Each document once: a page whose markdown is byte for byte an earlier page's of the job is
 # not written, but recorded as a `duplicate` of it (crawlyx/pipelines/copies.py).
 CRAWLYX_COPIES_ENABLED = True
+# A page whose rel=canonical names another page of the site that confirms it is written
+# once, under the canonical, and recorded as its `alias` (crawlyx/content/canonical.py).
+CRAWLYX_CANONICAL_ENABLED = True
 # Seconds a page's read (parse, links, main content, markdown) may take in a worker; past
 # it the worker is killed and replaced, and the page recorded as read_timeout. 0: no limit.
 CRAWLYX_READ_TIMEOUT = 10.0

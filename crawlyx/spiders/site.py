@@ -20,6 +20,7 @@ from twisted.python.failure import Failure
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
+from crawlyx.content.canonical import Canonicals
 from crawlyx.content.documents import Unreadable, document_types, html_type, kind_of
 from crawlyx.content.outline import read_outline
 from crawlyx.content.workers import ReadTimeout
@@ -86,6 +87,9 @@ class SiteSpider(Spider):
             state=lambda: spider.parts.state,
         )
         spider.pattern_traps = PatternTraps.from_crawler(crawler)
+        spider.canonicals = None  # CRAWLYX_CANONICAL_ENABLED off: every page its own
+        if settings.getbool("CRAWLYX_CANONICAL_ENABLED"):
+            spider.canonicals = Canonicals(crawler, spider.scope)
         spider.opt_out = OptOut.from_settings(settings)
         spider.job_run = JobRun.from_crawler(crawler, spider.job)
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
@@ -228,10 +232,28 @@ class SiteSpider(Spider):
         kind = "browser" if browser else "http"
         if browser:
             self.crawler.stats.inc_value("crawlyx/render/rendered")
+        holder = await self._holder(url, depth, page, directives, facts["status"])
         for output in self._emit(
-            response.request, url, depth, referrer, page, directives, facts, kind
+            response.request, url, depth, referrer, page, directives, facts, kind, holder
         ):
             yield output
+
+    async def _holder(self, url, depth, page, directives, status) -> str | None:
+        """The URL whose item holds the page at ``url``'s document when its canonical
+        names another page of the site that confirms it (crawlyx/content/canonical.py),
+        else None. Only for a page whose links are followed: its canonical is requested
+        as one of them, so it is crawled."""
+        if self.canonicals is None:
+            return None
+        self.canonicals.read(url, status, page["canonical"])
+        if not page["canonical"] or not self._follows(depth, directives):
+            return None
+        if self.opt_out.refused(directives):
+            return None
+        holder = await self.canonicals.holder(url, page["canonical"])
+        if holder is not None and self.scope.traps.reason(holder) is not None:
+            return None  # never crawled: the page keeps its document
+        return holder
 
     async def _document(self, response, url: str) -> list:
         """A response that is no HTML page: a document of CRAWLYX_DOCUMENTS read into a
@@ -264,10 +286,19 @@ class SiteSpider(Spider):
         request = response.request
         return list(self._emit(request, url, depth, referrer, page, directives, facts, "http"))
 
-    def _emit(self, request, url, depth, referrer, page, directives, facts, kind):
-        """Follow a read page's links and emit its item, within the crawl's limits."""
+    def _emit(self, request, url, depth, referrer, page, directives, facts, kind, holder=None):
+        """Follow a read page's links and emit its item, within the crawl's limits; a
+        page whose document ``holder`` holds is recorded as its alias instead."""
         if self._follows(depth, directives):
             yield from self._follow(page, depth + 1, url, request.meta.get(HOPS_META, 0))
+        if holder is not None:
+            # The holder is crawled as a link of this page, if no one has it yet.
+            offered = self._offered({holder: (holder, normalized_fingerprint(holder))})
+            yield from self._requests(offered, depth + 1, url)
+            self.errors.record(url, "alias", f"canonical {holder}", referrer)
+            if self.graph is not None:  # read: the audit knows it as the page it is
+                self.graph.page(url, depth, page, directives, facts["status"])
+            return
         refused = self.opt_out.refused(directives)
         if refused:
             self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
