@@ -14,6 +14,7 @@ from crawlyx.frontier.state import State
 from crawlyx.pipelines.copies import ContentClaims
 from tests.alias_site import AliasSite
 from tests.conftest import crawl_command, crawl_env, read_items
+from tests.test_jobs import listed
 
 # Two requests at a time: the crawl lasts long enough to share, or to be killed midway.
 SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
@@ -128,6 +129,9 @@ def test_a_resumed_job_writes_each_document_once(tmp_path, redis_url):
         assert final.returncode == 0, final.stderr[-3000:]
     assert 0 < len(first) < len(read_items(out))  # killed midway, finished by the second run
     check_each_document_once(site, read_items(out), error_lines(errors))
+    # Every page is done, copies too (the job finished), and counts only what was written.
+    ended = listed(redis_url, tmp_path)[job]
+    assert ended["state"] == "finished" and ended["pages"] == len(read_items(out))
 
 
 def test_a_claim_left_by_a_killed_process_is_written_by_its_page(crawl, tmp_path, redis_url):
