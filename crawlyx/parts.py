@@ -26,6 +26,7 @@ class CrawlParts:
     def __init__(self, crawler):
         self.crawler = crawler
         self.embedded: EmbeddedRedis | None = None
+        self.closed = False
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
 
     def start(self) -> None:
@@ -75,6 +76,12 @@ class CrawlParts:
         return PageWorkers.from_crawler(self.crawler)
 
     def close(self) -> None:
+        """Close what was built, once: when the engine stops, or (from the crawl command)
+        after a crawl that failed before it had an engine, whose page workers would
+        otherwise wait for the crawl process to end while it waits for them."""
+        if self.closed:
+            return
+        self.closed = True
         built = self.__dict__
         if "workers" in built:
             self.workers.close()

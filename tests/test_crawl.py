@@ -426,3 +426,17 @@ def test_links_past_the_cap_are_counted_not_followed(site, crawl):
     assert len(start["links"]) == 2
     assert int(result.stat("crawlyx/links/capped")) > 0
     assert {item["url"] for item in result.items} <= {start["url"], *start["links"]}
+
+
+def test_a_crawl_failing_before_its_engine_runs_exits_and_leaves_nothing(site, crawl, tmp_path):
+    # A component that cannot load fails the crawl after the page workers started: they
+    # are stopped then, not left waiting for the crawl process while it waits for them.
+    # (Before, such a crawl never exited.)
+    result = crawl(
+        f"start={start_url(site)}",
+        settings={"EXTENSIONS": '{"nonexistent.Extension": 1}'},
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "No module named 'nonexistent'" in result.log
+    assert not site.counts

@@ -28,6 +28,7 @@ from crawlyx.frontier.jobs import check_rerun
 from crawlyx.frontier.state import State
 from crawlyx.interrupt import Interrupts
 from crawlyx.middlewares.ssrf import check_configuration
+from crawlyx.parts import crawl_parts
 from crawlyx.policy.ssrf import SSRFGuardError
 
 
@@ -49,6 +50,7 @@ class Command(ScrapyCrawl):
         try:
             super().run(args, opts)
         finally:
+            self.close_parts()
             self.let_go()
         if self.interrupts.forced:
             self.exitcode = self.interrupts.exit_status
@@ -132,6 +134,16 @@ class Command(ScrapyCrawl):
         finally:
             if self.job_state is not None:
                 self.job_state.client.close()  # not needed while the crawl runs
+
+    def close_parts(self) -> None:
+        """The crawl's shared parts closed, if the crawl did not get as far as closing
+        them (it failed before its engine ran)."""
+        if self.crawler is None:
+            return
+        try:
+            crawl_parts(self.crawler).close()
+        except RuntimeError:  # no crawlyx add-on
+            pass
 
     def let_go(self) -> None:
         """Done with the job's Redis (the last user of an embedded server stops it)."""
