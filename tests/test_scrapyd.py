@@ -181,7 +181,7 @@ def test_scheduled_crawl_writes_every_page_to_items_dir(scrapyd, site, tmp_path)
     assert set(urls) == site.expected_pages()
     # The spider argument and the setting reached the crawl.
     classes = sorted(json.loads(line)["class"] for line in errors.read_text().splitlines())
-    assert classes == ["http_4xx", "robots_disallowed"]
+    assert classes == ["http_4xx", "robots_disallowed", "unreadable"]  # unreadable: /file.pdf
     assert (data_dir / "redis.log").exists()
 
 

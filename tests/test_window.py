@@ -4,6 +4,7 @@ arithmetic, Retry-After parsing, and whole crawls against hostile servers."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
@@ -292,10 +293,15 @@ def test_bad_bounds_are_refused():
 # -- hostile servers ---------------------------------------------------------------------
 
 
+_served = itertools.count()
+
+
 def page(links=()) -> str:
+    """A page of its own (no two alike: crawlyx writes a copy of a page once)."""
     anchors = "".join(f'<a href="{href}">{href}</a>\n' for href in links)
     return (
-        f"<!doctype html><html><head><title>t</title></head><body><p>x</p>{anchors}</body></html>"
+        f"<!doctype html><html><head><title>t</title></head><body><p>page {next(_served)}</p>"
+        f"{anchors}</body></html>"
     )
 
 
