@@ -15,7 +15,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from crawlyx.errors import error_counts
+from crawlyx.errors import ALIASES, error_counts
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.log import SHOWN
 from crawlyx.middlewares import installed
@@ -102,7 +102,11 @@ class Progress:
         wall = time.monotonic() - self.started
         pages = self.pages()
         by_class = error_counts(self.stats)
+        # Other addresses of documents written once are no errors: said apart.
+        others = {name: by_class.pop(name) for name in ALIASES if name in by_class}
         errors = ", ".join(f"{name} {count}" for name, count in by_class.items()) or "none"
+        if others:
+            errors += "; written once: " + ", ".join(f"{n} {c}" for n, c in others.items())
         self.stats.set_value("crawlyx/pages", pages)
         self.stats.set_value("crawlyx/wall_seconds", round(wall, 3))
         logger.info(
