@@ -34,11 +34,11 @@ import re
 import threading
 import time
 from collections import defaultdict
-from weakref import WeakKeyDictionary
 
 from scrapy import signals
 from twisted.internet import task
 
+from crawlyx.extensions.telemetry import shared
 from crawlyx.frontier.core import retryable
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.robots import RobotsMiddleware
@@ -244,12 +244,6 @@ class Compliance:
         self.opt_out = OptOutAudit(crawler)
 
 
-_audits: WeakKeyDictionary = WeakKeyDictionary()
-
-
 def compliance(crawler) -> Compliance:
     """The crawl's one :class:`Compliance`, made (and connected) on first use."""
-    audits = _audits.get(crawler)
-    if audits is None:
-        audits = _audits[crawler] = Compliance(crawler)
-    return audits
+    return shared(crawler, Compliance)

@@ -74,11 +74,10 @@ class CrawlCollector:
         for (host, status_class), count in sorted(snap.fetches.items()):
             fetches.add_metric([host, status_class], count)
         yield fetches
-        yield HistogramMetricFamily(
+        yield _histogram(
             "crawlyx_fetch_duration_seconds",
             "Time to the response headers of each fetch that got a response.",
-            buckets=[(floatToGoString(le), n) for le, n in snap.latency.cumulative()],
-            sum_value=snap.latency.sum,
+            snap.latency,
         )
         yield self._errors(snap)
         yield CounterMetricFamily(
@@ -274,11 +273,10 @@ class CrawlCollector:
         for kind in ("read_timeout", "died", "parse"):
             failures.add_metric([kind], snap.failures.get(kind, 0))
         yield failures
-        yield HistogramMetricFamily(
+        yield _histogram(
             "crawlyx_worker_read_duration_seconds",
             "From a page handed to the workers to its markdown back (waiting included).",
-            buckets=[(floatToGoString(le), n) for le, n in snap.duration.cumulative()],
-            sum_value=snap.duration.sum,
+            snap.duration,
         )
         yield GaugeMetricFamily(
             "crawlyx_worker_queue_depth", "Page reads waiting for a free worker.",
@@ -386,3 +384,10 @@ class Metrics:
         self.server.server_close()
         self.thread.join(5)
         self.server = self.thread = None
+
+
+def _histogram(name: str, documentation: str, histogram) -> HistogramMetricFamily:
+    """One of the crawl's fixed-bucket histograms (crawlyx.extensions.telemetry) as a
+    Prometheus histogram."""
+    buckets = [(floatToGoString(le), n) for le, n in histogram.cumulative()]
+    return HistogramMetricFamily(name, documentation, buckets=buckets, sum_value=histogram.sum)

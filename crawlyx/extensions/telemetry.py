@@ -290,18 +290,28 @@ class WorkerTally:
             )
 
 
-_tallies: WeakKeyDictionary = WeakKeyDictionary()
+# crawler -> {class: the crawl's one instance of it}
+_instruments: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def shared(crawler, cls, make=None):
+    """The crawl's one ``cls``, made with ``make(crawler)`` (default: ``cls(crawler)``) and
+    connected on first use: the instruments the metrics endpoint and the report both read
+    (this tally, crawlyx.extensions.usage's meter, crawlyx.extensions.compliance's
+    audits), whichever of them is built first."""
+    made = _instruments.setdefault(crawler, {})
+    if cls not in made:
+        made[cls] = (make or cls)(crawler)
+    return made[cls]
 
 
 def tally_of(crawler) -> FetchTally | None:
     """The crawl's :class:`FetchTally` if something measures the crawl, else None."""
-    return _tallies.get(crawler)
+    return _instruments.get(crawler, {}).get(FetchTally)
 
 
 def fetch_tally(crawler) -> FetchTally:
-    """The crawl's one :class:`FetchTally`, made (and connected) on first use."""
-    tally = _tallies.get(crawler)
-    if tally is None:
-        limit = crawler.settings.getint("CRAWLYX_METRICS_HOSTS")
-        tally = _tallies[crawler] = FetchTally(crawler, limit)
-    return tally
+    """The crawl's one :class:`FetchTally`."""
+    return shared(
+        crawler, FetchTally, lambda c: FetchTally(c, c.settings.getint("CRAWLYX_METRICS_HOSTS"))
+    )

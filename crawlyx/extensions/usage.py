@@ -25,13 +25,12 @@ import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
 from crawlyx.cost.model import MODES, Usage
 from crawlyx.cost.processes import COMPONENTS, ProcessMeter
-from crawlyx.extensions.telemetry import WorkerTally, fetch_tally
+from crawlyx.extensions.telemetry import WorkerTally, fetch_tally, shared
 from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
@@ -187,12 +186,6 @@ class UsageMeter:
         return Rates(now - then, taken - taken0, added - added0, dups - dups0)
 
 
-_meters: WeakKeyDictionary = WeakKeyDictionary()
-
-
 def usage_meter(crawler) -> UsageMeter:
     """The crawl's one :class:`UsageMeter`, made (and connected) on first use."""
-    meter = _meters.get(crawler)
-    if meter is None:
-        meter = _meters[crawler] = UsageMeter(crawler)
-    return meter
+    return shared(crawler, UsageMeter)
