@@ -103,6 +103,17 @@ def manual_pdf(chromium_pdf):
     return lambda base, **options: chromium_pdf(MANUAL.format(base=base), **options)
 
 
+# The manual's headings at their levels, in its order, and its table, however it is printed.
+MANUAL_HEADINGS = [
+    "# Widget Manual", "## Installing the widget", "## Parts and prices",
+    "### Starting it", "## Care",
+]  # fmt: skip
+MANUAL_TABLE = (
+    "| Part | Price | Weight |\n| --- | --- | --- |\n| Gear wheel | 12.50 | 40 g |\n"
+    "| Spring, large and very strong | 3.20 | 5 g |"
+)
+
+
 def test_a_printed_pdf_reads_as_markdown(manual_pdf):
     page = read_pdf(
         manual_pdf("http://127.0.0.1:9"), "http://127.0.0.1:9/m.pdf", "http://127.0.0.1:9"
@@ -111,14 +122,8 @@ def test_a_printed_pdf_reads_as_markdown(manual_pdf):
     assert page["title"] == "Widget Manual" and page["lang"] == "en"
     # The tree's headings, at their levels, in the page's order.
     headings = [line for line in md.splitlines() if line.startswith("#")]
-    assert headings == [
-        "# Widget Manual", "## Installing the widget", "## Parts and prices",
-        "### Starting it", "## Care",
-    ]  # fmt: skip
-    assert (
-        "| Part | Price | Weight |\n| --- | --- | --- |\n| Gear wheel | 12.50 | 40 g |\n"
-        "| Spring, large and very strong | 3.20 | 5 g |"
-    ) in md
+    assert headings == MANUAL_HEADINGS
+    assert MANUAL_TABLE in md
     assert "- Keep the box\n- Read the parts list first" in md
     assert "```\nwidget --start\n  --verbose\n```" in md
     # Lines joined into paragraphs.
@@ -136,14 +141,8 @@ def test_a_pdf_printed_without_its_tree_reads_as_markdown(manual_pdf):
     pdf = manual_pdf("http://127.0.0.1:9", tagged=False)
     md = read_pdf(pdf, "http://127.0.0.1:9/m.pdf", "http://127.0.0.1:9")["markdown"]
     headings = [line for line in md.splitlines() if line.startswith("#")]
-    assert headings == [
-        "# Widget Manual", "## Installing the widget", "## Parts and prices",
-        "### Starting it", "## Care",
-    ]  # fmt: skip
-    assert (
-        "| Part | Price | Weight |\n| --- | --- | --- |\n| Gear wheel | 12.50 | 40 g |\n"
-        "| Spring, large and very strong | 3.20 | 5 g |"
-    ) in md
+    assert headings == MANUAL_HEADINGS
+    assert MANUAL_TABLE in md
     assert "It has several sections, each with a heading" in md
     assert "CONFIDENTIAL" not in md and "127.0.0.1" not in md and "1/3" not in md
 
