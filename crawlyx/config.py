@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
 PREFIX = "CRAWLYX_"
 
 
@@ -77,8 +77,8 @@ def check_redis_url(settings) -> None:
         from crawlyx.frontier.state import redact
 
         raise ValueError(
-            f"CRAWLYX_REDIS_URL ({redact(url)}) must be a redis://, rediss:// or unix:// URL,"
-            " or empty for the embedded server"
+            f"CRAWLYX_REDIS_URL ({redact(url)}) must be a redis://, rediss://, unix:// or "
+            "redis+cluster://host:port[,host:port...] URL, or empty for the embedded server"
         )
 
 
@@ -95,19 +95,21 @@ def check_redis_reachable(settings) -> None:
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    from crawlyx.frontier.state import redact
+    from crawlyx.frontier.state import connect_url, redact
 
     timeout = settings.getfloat("CRAWLYX_REDIS_TIMEOUT")
-    client = redis.Redis.from_url(
-        url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)
-    )
     try:
+        client = connect_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+        )
         client.ping()
-    except redis.RedisError as exc:
+    except (redis.RedisError, redis.exceptions.RedisClusterException, ValueError) as exc:
         where = f"{redact(url)} (CRAWLYX_REDIS_URL)"
         raise ValueError(f"cannot reach Redis at {where}: {exc}") from None
-    finally:
-        client.close()
+    client.close()
 
 
 def check_data_dir(settings) -> None:

@@ -213,7 +213,7 @@ def owners(redis_url: str, job: str) -> list:
     """The job's live crawl processes: their heartbeat keys."""
     client = redis.Redis.from_url(redis_url)
     try:
-        return list(client.scan_iter(match=f"crawlyx:{job}:owner:*"))
+        return list(client.scan_iter(match=f"crawlyx:{{{job}}}:owner:*"))
     finally:
         client.close()
 

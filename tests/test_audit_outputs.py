@@ -78,9 +78,9 @@ def test_page_markdown_round_trip(redis_url, redis_client):
     store.save(B + "/", "# Home\n\ncafé " * 50)
     assert store.get(B + "/") == "# Home\n\ncafé " * 50
     assert store.get(B + "/nothing") is None
-    stored = redis_client.hget("crawlyx:audit-md-test:graph:md", B + "/")
+    stored = redis_client.hget("crawlyx:{audit-md-test}:graph:md", B + "/")
     assert len(stored) < len("# Home\n\ncafé " * 50)  # compressed
-    redis_client.delete("crawlyx:audit-md-test:graph:md")
+    redis_client.delete("crawlyx:{audit-md-test}:graph:md")
 
 
 def crawler_with(redis_url, **args):
@@ -115,7 +115,7 @@ def test_extension_keeps_emitted_markdown_for_llms_full(redis_url, redis_client,
         scraped(crawler, PageItem(url=B + "/x", final_url=B + "/x", markdown=None))
         assert ext.markdown is not None
         assert PageMarkdown(crawl_parts(crawler).state).get(B + "/new") == "# New\n"
-        assert redis_client.hkeys("crawlyx:audit-ext-test:graph:md") == [(B + "/new").encode()]
+        assert redis_client.hkeys("crawlyx:{audit-ext-test}:graph:md") == [(B + "/new").encode()]
         assert crawler.stats.get_value("crawlyx/audit/markdown_saved") == 1
     finally:
         crawl_parts(crawler).state.delete_all()
@@ -129,7 +129,7 @@ def test_extension_keeps_no_markdown_without_llms_full(redis_url, redis_client, 
         assert ext.outputs == Outputs(audit=str(tmp_path / "a.json"))
         scraped(crawler, PageItem(url=B + "/", final_url=B + "/", markdown="# Home\n"))
         assert ext.markdown is None
-        assert not redis_client.exists("crawlyx:audit-ext-test2:graph:md")
+        assert not redis_client.exists("crawlyx:{audit-ext-test2}:graph:md")
     finally:
         crawler.spider.workers.close()
 

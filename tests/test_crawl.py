@@ -192,7 +192,7 @@ def test_resume_after_clean_stop(site, crawl, redis_client):
     assert third.log.startswith("crawlyx: job resume-test finished on ")
     assert dict(site.counts) == counts
     # A named job never expires.
-    assert redis_client.ttl("crawlyx:resume-test:visited") == -1
+    assert redis_client.ttl("crawlyx:{resume-test}:visited") == -1
 
 
 JOB_LINE = re.compile(r"crawlyx: job (\S+) \(resume with -a job=(\S+)\)")
@@ -215,7 +215,7 @@ def test_a_crawl_without_job_is_named_and_its_keys_expire(site, crawl, redis_cli
     assert job_name(second.log) != name
     # Its state is kept, for CRAWLYX_JOB_TTL_DAYS (7) after it stops.
     week = 7 * 86400
-    keys = list(redis_client.scan_iter(f"crawlyx:{name}:*"))
+    keys = list(redis_client.scan_iter(f"crawlyx:{{{name}}}:*"))
     assert len(keys) > 3
     ttls = {key: redis_client.ttl(key) for key in keys}
     kept = {key: ttl for key, ttl in ttls.items() if b":robots:" not in key}
@@ -224,7 +224,7 @@ def test_a_crawl_without_job_is_named_and_its_keys_expire(site, crawl, redis_cli
     # Run again by name (finished: a refresh run starts it afresh), it still expires.
     again = crawl(f"start={start_url(site)}", f"job={name}", "refresh=1")
     assert again.returncode == 0, again.log[-3000:]
-    assert week - 120 < redis_client.ttl(f"crawlyx:{name}:visited") <= week
+    assert week - 120 < redis_client.ttl(f"crawlyx:{{{name}}}:visited") <= week
 
 
 def test_progress_line_and_summary(crawl):

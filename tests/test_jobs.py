@@ -75,7 +75,7 @@ def test_jobs_lists_a_finished_and_a_paused_job_and_drops_one(tmp_path, redis_ur
             refused = scrapy_jobs(redis_url, "--drop", "jobs-paused", cwd=tmp_path)
             assert refused.returncode == 1
             assert "job jobs-paused is running (1 processes); stop it first" in refused.stderr
-            assert redis_client.exists("crawlyx:jobs-paused:visited")
+            assert redis_client.exists("crawlyx:{jobs-paused}:visited")
         finally:
             proc.send_signal(signal.SIGINT)
             log = proc.communicate(timeout=60)[1]
@@ -93,8 +93,8 @@ def test_jobs_lists_a_finished_and_a_paused_job_and_drops_one(tmp_path, redis_ur
     assert paused["state"] == "paused" and paused["last_stop"] == "shutdown"
     assert paused["processes"] == 0
     assert paused["pages"] == len(read_items(paused_out)) > 0
-    left = redis_client.llen("crawlyx:jobs-paused:queue")
-    left += redis_client.llen("crawlyx:jobs-paused:parked")
+    left = redis_client.llen("crawlyx:{jobs-paused}:queue")
+    left += redis_client.llen("crawlyx:{jobs-paused}:parked")
     assert paused["queued"] == left > 0
     assert paused["leased"] == 0  # the pause handed every lease back
     assert not paused["expires"] and paused["expires_in"] is None
@@ -112,9 +112,9 @@ def test_jobs_lists_a_finished_and_a_paused_job_and_drops_one(tmp_path, redis_ur
     dropped = scrapy_jobs(redis_url, "--drop", "jobs-paused", cwd=tmp_path)
     assert dropped.returncode == 0, dropped.stderr
     assert re.fullmatch(r"crawlyx: dropped job jobs-paused \(\d+ keys\)\n", dropped.stdout)
-    assert not list(redis_client.scan_iter("crawlyx:jobs-paused:*"))
+    assert not list(redis_client.scan_iter("crawlyx:{jobs-paused}:*"))
     assert "jobs-paused" not in listed(redis_url, tmp_path)
-    assert redis_client.exists(f"crawlyx:{unnamed}:visited")  # the other job is untouched
+    assert redis_client.exists(f"crawlyx:{{{unnamed}}}:visited")  # the other job is untouched
 
     again = scrapy_jobs(redis_url, "--drop", "jobs-paused", cwd=tmp_path)
     assert again.returncode == 1 and "no job jobs-paused" in again.stderr

@@ -65,8 +65,8 @@ def planted_page(url: str) -> dict:
 def plant(client: redis.Redis, job: str, data: dict) -> str:
     """Queue ``data`` straight into the job's keys, with a lease of its own."""
     fp = uuid.uuid4().hex + "00000000"
-    client.hset(f"crawlyx:{job}:visited", fp, "q")
-    client.lpush(f"crawlyx:{job}:queue", fp.encode() + json.dumps(data).encode())
+    client.hset(f"crawlyx:{{{job}}}:visited", fp, "q")
+    client.lpush(f"crawlyx:{{{job}}}:queue", fp.encode() + json.dumps(data).encode())
     return fp
 
 
@@ -245,4 +245,4 @@ def test_a_resumed_crawl_emits_nothing_planted_in_its_queue(site, crawl, redis_c
     assert f"{base}/forged-kept" not in resumed.urls
     recorded = [json.loads(line) for line in errors.read_text().splitlines()]
     assert {(e["url"], e["class"]) for e in recorded} >= {(f"{base}/forged-kept", "http_4xx")}
-    assert all(redis_client.hget(f"crawlyx:{job}:visited", fp) == b"d" for fp in fps)
+    assert all(redis_client.hget(f"crawlyx:{{{job}}}:visited", fp) == b"d" for fp in fps)

@@ -135,8 +135,8 @@ def test_pages_given_up_on_are_crawled_by_the_next_run(crawl, redis_client, tmp_
             (e["url"], e["class"]) for e in map(json.loads, errors.read_text().splitlines())
         ] == [(f"{site.base}/", "robots_unavailable")]
         # Not done: left queued for the job's next run.
-        assert b"d" not in redis_client.hvals(f"crawlyx:{job}:visited")
-        assert redis_client.llen(f"crawlyx:{job}:parked") == 1
+        assert b"d" not in redis_client.hvals(f"crawlyx:{{{job}}}:visited")
+        assert redis_client.llen(f"crawlyx:{{{job}}}:parked") == 1
         second = crawl(*args, settings=settings)  # robots.txt answers now
     assert second.returncode == 0, second.log[-3000:]
     assert sorted(item["url"] for item in second.items) == [
@@ -145,7 +145,7 @@ def test_pages_given_up_on_are_crawled_by_the_next_run(crawl, redis_client, tmp_
         f"{site.base}/b",
     ]
     assert fetched(site) == {"/", "/a", "/b"}
-    assert redis_client.llen(f"crawlyx:{job}:parked") == 0
+    assert redis_client.llen(f"crawlyx:{{{job}}}:parked") == 0
 
 
 def test_a_start_host_refusing_connections_fails_the_crawl_at_once(crawl, tmp_path):
@@ -228,7 +228,7 @@ def test_a_stopped_crawl_does_not_wait_out_the_outage(tmp_path, redis_url, redis
                 proc.wait()
     assert "finished (shutdown)" in log, log[-3000:]
     assert fetched(site) == set()
-    assert redis_client.llen(f"crawlyx:{job}:parked") == 1
+    assert redis_client.llen(f"crawlyx:{{{job}}}:parked") == 1
 
 
 def test_an_outsized_crawl_delay_is_capped(crawl):

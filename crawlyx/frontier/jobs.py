@@ -170,8 +170,8 @@ def job_names(client) -> list[str]:
     names = set()
     for key in client.scan_iter(match=f"{KEY_PREFIX}:*", count=1000):
         parts = key.decode(errors="replace").split(":", 2)
-        if len(parts) == 3 and JOB_NAME.fullmatch(parts[1]):
-            names.add(parts[1])
+        if len(parts) == 3 and JOB_NAME.fullmatch(parts[1].strip("{}")):
+            names.add(parts[1].strip("{}"))
     return sorted(names)
 
 

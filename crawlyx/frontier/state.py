@@ -22,10 +22,12 @@ import logging
 import os
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from crawlyx.frontier import watchdog
@@ -34,6 +36,9 @@ from crawlyx.frontier.watchdog import LOCK, USERS, flock, try_flock
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "crawlyx"
+
+# CRAWLYX_REDIS_URL schemes of a Redis Cluster: redis+cluster://[user:pass@]host:port[,host:port...]
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 
 # Redis unreachable or stalled: the call may be tried again later.
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
@@ -56,6 +61,32 @@ def client_options(settings) -> dict:
     }
 
 
+def connect_url(url: str, **options) -> redis.Redis:
+    """A client of the Redis ``url`` names: one server (``redis://``, ``rediss://``,
+    ``unix://``), or a Redis Cluster (``redis+cluster://host:port,host:port``, any of its
+    nodes: the others are found from them) through redis-py's ``RedisCluster``."""
+    parts = urlsplit(url)
+    if parts.scheme not in CLUSTER_SCHEMES:
+        return redis.Redis.from_url(url, **options)
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    nodes = []
+    for node in hosts.split(","):
+        host, _, port = node.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"{redact(url)}: a cluster node is host:port, not {node!r}")
+        nodes.append(ClusterNode(host.strip("[]"), int(port)))
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        options.update(username=unquote(user) or None, password=unquote(password) or None)
+    if parts.scheme.startswith("rediss"):
+        options["ssl"] = True
+    return RedisCluster(startup_nodes=nodes, **options)
+
+
+def is_cluster(client) -> bool:
+    return isinstance(client, RedisCluster)
+
+
 def outage(stats, doing: str, exc: Exception) -> None:
     """Log and count a Redis call that failed with one of :data:`REDIS_DOWN`."""
     logger.warning("Redis unreachable while %s: %s", doing, exc)
@@ -68,11 +99,9 @@ def redact(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    hosts = parts.netloc.rpartition("@")[2]  # a cluster's URL names several
     user = f"{parts.username}:***@" if parts.username else "***@"
-    return urlunsplit(parts._replace(netloc=user + host))
+    return urlunsplit(parts._replace(netloc=user + hosts))
 
 
 class EmbeddedRedis:
@@ -248,13 +277,21 @@ class EmbeddedRedis:
 
 
 class State:
-    """One crawl's view of Redis: a client and the ``crawlyx:{job}:`` namespace."""
+    """One crawl's view of Redis: a client and the ``crawlyx:{job}:`` namespace.
+
+    The job's name is the keys' hash tag (``crawlyx:{job}:visited``): on a Redis Cluster
+    every key of the job, and every script over them, lands in one slot, but for the
+    frontier's shards, each a tag of its own (``crawlyx:{job/17}:visited``, see
+    :mod:`crawlyx.frontier.visited`). The stores of a site (breadth, demand, the page
+    registry: namespaces ``_breadth``...) are no job: their keys are tagged by the site
+    they are read with, ``crawlyx:_registry:{site}:pages``."""
 
     def __init__(self, client: redis.Redis, job: str, embedded: EmbeddedRedis | None = None):
         self.client = client
         self.job = job
         self.embedded = embedded
-        self.prefix = f"{KEY_PREFIX}:{job}:"
+        store = job.startswith("_")
+        self.prefix = f"{KEY_PREFIX}:{job}:" if store else f"{KEY_PREFIX}:{{{job}}}:"
         # Seconds the job's keys live on once its last process stops (0: until dropped);
         # see crawlyx.frontier.jobs.
         self.ttl = 0
@@ -277,10 +314,10 @@ class State:
         it was started already)."""
         url = settings.get("CRAWLYX_REDIS_URL") or ""
         if url:
-            client = redis.Redis.from_url(url, **client_options(settings))
             try:
+                client = connect_url(url, **client_options(settings))
                 client.ping()
-            except redis.RedisError as exc:
+            except (redis.RedisError, RedisClusterException) as exc:
                 raise RuntimeError(f"cannot reach Redis at {redact(url)}: {exc}") from None
             logger.info("Using Redis at %s", redact(url))
             return cls(client, job)
