@@ -73,13 +73,25 @@ def _integer(value) -> int:
 def check_redis_url(settings) -> None:
     """ValueError unless CRAWLYX_REDIS_URL is empty (the embedded server) or a Redis URL."""
     url = settings.get("CRAWLYX_REDIS_URL") or ""
-    if url and urlsplit(url).scheme not in REDIS_SCHEMES:
+    if url and (urlsplit(url).scheme not in REDIS_SCHEMES or _bad_cluster_node(url)):
         from crawlyx.frontier.state import redact
 
         raise ValueError(
             f"CRAWLYX_REDIS_URL ({redact(url)}) must be a redis://, rediss://, unix:// or "
             "redis+cluster://host:port[,host:port...] URL, or empty for the embedded server"
         )
+
+
+def _bad_cluster_node(url: str) -> bool:
+    """Whether ``url`` names a Redis Cluster with a node that is no ``host:port``."""
+    parts = urlsplit(url)
+    if not parts.scheme.endswith("+cluster"):
+        return False
+    for node in parts.netloc.rpartition("@")[2].split(","):
+        host, _, port = node.rpartition(":")
+        if not host or not port.isdigit():
+            return True
+    return False
 
 
 def check_redis_reachable(settings) -> None:

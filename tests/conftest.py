@@ -182,3 +182,15 @@ def crawl(tmp_path, redis_url):
         return CrawlResult(proc.returncode, read_items(out), proc.stderr)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory):
+    """A Redis Cluster of three masters on loopback ports (tests/cluster.py): ``.url``
+    for CRAWLYX_REDIS_URL, ``.nodes()`` for a client of each node."""
+    from tests.cluster import RedisClusterServer
+
+    cluster = RedisClusterServer(tmp_path_factory.mktemp("redis-cluster"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
