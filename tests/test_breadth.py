@@ -355,6 +355,50 @@ def test_row_scan_is_exact_about_sites_and_truncates_at_the_cap(state):
     assert len(list(scan)) == 9 and not scan.truncated
 
 
+def test_rows_are_tagged_by_their_site_and_indexed_as_they_are_written(state):
+    recorder = Recorder(SITE)
+    recorder.record("GPTBot", f"{SITE}/a", TODAY)
+    recorder.record_corpus(f"{SITE}/a")
+    BreadthStore(state).flush(recorder)
+    day = f"crawlyx:_breadth:{{{SITE}}}:day:{TODAY}:GPTBot"
+    corpus = f"crawlyx:_breadth:{{{SITE}}}:corpus"
+    index = f"crawlyx:_breadth:{{{SITE}}}:rows"
+    assert day_key(state, SITE, TODAY, "GPTBot") == day and corpus_key(state, SITE) == corpus
+    assert state.client.smembers(index) == {day.encode(), corpus.encode()}
+    assert state.client.smembers("crawlyx:_breadth:sites") == {SITE.encode()}
+    # The index lives as long as its longest-lived row, however the rows were written.
+    assert state.client.ttl(index) >= max(state.client.ttl(day), state.client.ttl(corpus)) > 0
+
+
+def test_expired_rows_leave_the_index_and_an_empty_site_the_sites(state):
+    store, other = BreadthStore(state), "http://localhost:8080"
+    for site in (SITE, other):
+        recorder = Recorder(site)
+        for bot in ("a", "b"):
+            recorder.record(bot, f"{site}/x", TODAY)
+        recorder.record("a", f"{site}/x", days_ago(40))  # kept 90 days, read within 31
+        store.flush(recorder)
+    index = f"crawlyx:_breadth:{{{SITE}}}:rows"
+    old = day_key(state, SITE, days_ago(40), "a")
+    state.client.delete(day_key(state, SITE, TODAY, "b"), old)  # as if expired
+    assert {row.bot for row in RowScan(state, site=SITE, days={TODAY})} == {"a"}
+    assert state.client.smembers(index) == {day_key(state, SITE, TODAY, "a").encode()}
+    # A site all of whose rows (and so its index) expired is no longer listed.
+    state.client.delete(*state.client.smembers(f"crawlyx:_breadth:{{{other}}}:rows"))
+    state.client.delete(f"crawlyx:_breadth:{{{other}}}:rows")
+    assert {row.site for row in RowScan(state)} == {SITE}
+    assert state.client.smembers("crawlyx:_breadth:sites") == {SITE.encode()}
+
+
+def test_rows_of_the_layout_before_sites_were_tags_are_not_read(state):
+    recorder = Recorder(SITE)
+    recorder.record("a", f"{SITE}/x", TODAY)
+    BreadthStore(state).flush(recorder)
+    row = state.client.hgetall(day_key(state, SITE, TODAY, "a"))
+    state.client.hset(f"crawlyx:_breadth:{SITE}:day:{TODAY}:old", mapping=row)
+    assert [row.bot for row in RowScan(state)] == ["a"]
+
+
 def test_report_union_is_not_the_sum_and_coverage_uses_the_corpus(state):
     store = BreadthStore(state)
     recorder = Recorder(SITE)

@@ -32,6 +32,7 @@ from crawlyx.demand.store import (
 )
 from crawlyx.demand.tracker import Demand
 from crawlyx.extensions.demand import Demand as DemandExtension
+from crawlyx.sitekeys import ROWS, site_key
 from tests.conftest import crawl_env, free_port
 from tests.test_breadth import FIREFOX, GOOGLE, GPT, SEMRUSH, log_line, scrapy
 
@@ -160,8 +161,13 @@ def test_nodes_flush_into_one_ring_and_the_read_ors_them(state):
     for n, recorder in enumerate(recorders):
         assert DemandStore(state, ring, node=f"node{n}").flush(recorder, NOW) == 1 + (n > 0)
         assert recorder.size() == 0  # merged slices are forgotten
-    rows = sorted(k.decode() for k in state.client.scan_iter(match=state.key("*")))
+    rows = sorted(k.decode() for k in state.client.scan_iter(match=state.key("{*}:*")))
+    rows.remove(site_key(state, SITE, ROWS))
     assert len(rows) == 5
+    # The rows are indexed as they are written, and their site listed: read without SCAN.
+    assert sorted(k.decode() for k in state.client.smembers(site_key(state, SITE, ROWS))) == rows
+    assert state.client.smembers(state.key("sites")) == {SITE.encode()}
+    assert rows[0].startswith(f"crawlyx:_demand:{{{SITE}}}:")
     site, layout = parse_key(state, rows[0])
     assert site == SITE and layout.seconds == HOUR and layout.bits == ring.bits
     read = MergedRing(state, SITE, ring)
@@ -260,6 +266,25 @@ def test_slots_older_than_the_ring_are_skipped(state):
     (key,) = state.client.scan_iter(match=state.key(f"*:{start}:*"))
     expected = start + HOUR + ring.span - time.time()
     assert abs(state.client.ttl(key) - expected) <= 2
+
+
+def test_rows_found_expired_leave_the_index(state):
+    ring, index = config(), f"crawlyx:_demand:{{{SITE}}}:rows"
+    recorder = Recorder(SITE, ring)
+    for hours in (0, 1, 2):
+        recorder.record(f"{SITE}/p", NOW - hours * HOUR)
+    assert DemandStore(state, ring, node="n").flush(recorder, NOW) == 3
+    keys = sorted(state.client.smembers(index))
+    assert len(keys) == 3 and all(key.startswith(index[:-4].encode()) for key in keys)
+    state.client.delete(keys[0])  # as if expired
+    read = MergedRing(state, SITE, ring)
+    read.refresh(NOW)
+    assert read.rows == 2 and sorted(state.client.smembers(index)) == keys[1:]
+    # Rows whose slice has left the ring are never fetched; those gone leave all the same,
+    # and those still there stay.
+    state.client.delete(keys[1])
+    read.refresh(NOW + 2 * ring.span)
+    assert read.rows == 0 and sorted(state.client.smembers(index)) == keys[2:]
 
 
 def test_the_read_goes_row_by_row_and_yields(state, monkeypatch):

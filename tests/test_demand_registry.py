@@ -136,7 +136,7 @@ def test_pages_not_fetched_within_retention_are_forgotten(redis_client, site):
 
 def test_the_registry_outlives_the_jobs(redis_client, site, registry):
     registry.fetched("u", T0)
-    assert all(key.startswith(f"crawlyx:_demand:{site}:") for key in registry.keys)
+    assert all(key.startswith(f"crawlyx:_demand:{{{site}}}:") for key in registry.keys)
     State(redis_client, "some-job").delete_all()
     assert registry.page("u") is not None
 

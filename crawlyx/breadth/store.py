@@ -3,28 +3,36 @@
 Namespace (through :class:`crawlyx.frontier.state.State`, like every crawl key, on the same
 Redis or embedded server the crawl uses)::
 
-    crawlyx:_breadth:{site}:day:{YYYY-MM-DD}:{bot}   one row per (site, UTC day, bot)
-    crawlyx:_breadth:{site}:corpus                   the pages crawlyx emitted for the site
+    crawlyx:_breadth:{SITE}:day:{YYYY-MM-DD}:{bot}   one row per (site, UTC day, bot)
+    crawlyx:_breadth:{SITE}:corpus                   the pages crawlyx emitted for the site
+    crawlyx:_breadth:{SITE}:rows                     set: the keys of the site's rows
+    crawlyx:_breadth:sites                           set: the sites with rows
 
-``{site}`` is the normalized origin (``https://docs.example.com``). Breadth belongs to
-a site, across jobs and runs, so the rows sit outside every job's ``crawlyx:{job}:``
-namespace: ``_breadth`` can never be a job name (those start with a letter or digit),
-so no job's cleanup touches them.
+``SITE`` is the normalized origin (``https://docs.example.com``), in braces: the hash
+tag that keeps a site's keys in one slot of a Redis Cluster (:mod:`crawlyx.sitekeys`).
+Breadth belongs to a site, across jobs and runs, so the rows sit outside every job's
+``crawlyx:{job}:`` namespace: ``_breadth`` can never be a job name (those start with a
+letter or digit), so no job's cleanup touches them. Rows written before the site was a
+hash tag (``crawlyx:_breadth:https://...:day:...``) are not read; they expire with
+their retention.
 
 A row is a hash: ``r`` the 16,384 registers (one byte each), ``x`` the exact set while
 small (8-byte hashes; absent once saturated), ``f`` how many flushes were merged, ``o``
 (``1``) on a row of crawlyx's own fetches (the crawl's, under CRAWLYX_BOT_NAME: no
 visiting bot's), and one ``p:{process}`` field per process (shard) that merged into it.
-Each flush merges a process's sketch into the row with one Lua script, atomically:
+Each flush merges a process's sketch into the row with one Lua script, atomically (the
+script indexes the row in its site's ``rows`` too; the flush then lists the site):
 element-wise max of the registers, union of the exact sets. Redis runs a script alone,
 so any number of processes can flush the same row at once and no register is lost; no
 client-side read-merge-write, no lock to forget. Merging is idempotent, so a retried
 flush is harmless. Day rows expire ``retention`` days after their day ends (EXPIREAT, the same
 on every flush); the corpus row ``retention`` days after the last flush that touched it.
 
-The read side (:class:`RowScan`) streams: SCAN in small steps, the rows fetched a
-batch at a time and handed to the caller one by one to merge and drop, a hard cap on
-rows with ``truncated`` set rather than a short answer passed off as complete.
+The read side (:class:`RowScan`) streams: the sites set and each site's index read a
+SSCAN step at a time (never SCAN), the rows fetched a batch at a time and handed to the
+caller one by one to merge and drop, a hard cap on rows with ``truncated`` set rather
+than a short answer passed off as complete. Index entries of rows found expired are
+removed on the way.
 """
 
 from __future__ import annotations
@@ -40,14 +48,26 @@ from datetime import UTC, date, datetime
 from crawlyx.breadth.recorder import Recorder, bot_key
 from crawlyx.breadth.sketch import EXACT_LIMIT, Sketch
 from crawlyx.frontier.state import State
+from crawlyx.sitekeys import (
+    INDEX_LUA,
+    ROWS,
+    drop_gone,
+    list_site,
+    parse_site,
+    row_keys,
+    site_key,
+    site_names,
+)
 
 NAMESPACE = "_breadth"  # a State "job" that no crawl can be named
 DAY = 86400
 
-# KEYS[1]: the row. ARGV: registers, exact hashes ('' when saturated), '1' if saturated,
-# shard id, expire-at (unix seconds), exact limit, now (unix seconds), '1' for a row of
-# crawlyx's own fetches.
-_MERGE = """
+# KEYS[1]: the row, KEYS[2]: its site's index. ARGV: registers, exact hashes ('' when
+# saturated), '1' if saturated, shard id, expire-at (unix seconds), exact limit, now (unix
+# seconds), '1' for a row of crawlyx's own fetches.
+_MERGE = (
+    INDEX_LUA
+    + """
 local key, incoming = KEYS[1], ARGV[1]
 local stored = redis.call('HGET', key, 'r')
 if stored then
@@ -108,8 +128,10 @@ if ARGV[8] == '1' then
 end
 redis.call('HSET', key, 'p:' .. ARGV[4], ARGV[7])
 redis.call('EXPIREAT', key, ARGV[5])
+index(KEYS[2], key, ARGV[5])
 return 1
 """
+)
 
 
 def utc_day(timestamp: float) -> str:
@@ -132,30 +154,26 @@ def connect(settings) -> State:
     return State.connect(settings, NAMESPACE)
 
 
-def glob_escape(text: str) -> str:
-    """``text`` as a literal in a SCAN MATCH pattern (IPv6 origins have ``[``)."""
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
 def day_key(state: State, site: str, day: str, bot: str) -> str:
-    return state.key(f"{site}:day:{day}:{bot}")
+    return site_key(state, site, f"day:{day}:{bot}")
 
 
 def corpus_key(state: State, site: str) -> str:
-    return state.key(f"{site}:corpus")
+    return site_key(state, site, "corpus")
 
 
 def parse_key(state: State, key: str) -> tuple[str, str | None, str | None] | None:
     """``(site, day, bot)`` of a row key; ``(site, None, None)`` for a corpus row."""
-    if not key.startswith(state.prefix):
+    parsed = parse_site(state, key)
+    if parsed is None:
         return None
-    rest = key[len(state.prefix) :]
-    if rest.endswith(":corpus"):
-        return rest[: -len(":corpus")], None, None
-    parts = rest.rsplit(":", 3)
-    if len(parts) != 4 or parts[1] != "day" or len(parts[2]) != 10:
+    site, name = parsed
+    if name == "corpus":
+        return site, None, None
+    parts = name.split(":", 2)
+    if len(parts) != 3 or parts[0] != "day" or len(parts[1]) != 10:
         return None
-    return parts[0], parts[2], parts[3]
+    return site, parts[1], parts[2]
 
 
 @dataclass
@@ -188,12 +206,14 @@ class BreadthStore:
         """When a day's rows expire: ``retention_days`` after the day ends."""
         return day_start(day) + (self.retention_days + 1) * DAY
 
-    def merge(self, key: str, sketch: Sketch, expire_at: int, now: float, own=False) -> None:
-        """One atomic max-merge of ``sketch`` into the row ``key`` (``own``: a row of
-        crawlyx's own fetches)."""
+    def merge(
+        self, site: str, key: str, sketch: Sketch, expire_at: int, now: float, own=False
+    ) -> None:
+        """One atomic max-merge of ``sketch`` into ``site``'s row ``key``, indexed in the
+        site's ``rows`` (``own``: a row of crawlyx's own fetches)."""
         exact = sketch.exact_bytes()
         self._merge(
-            keys=[key],
+            keys=[key, site_key(self.state, site, ROWS)],
             args=[
                 sketch.register_bytes(),
                 exact or b"",
@@ -221,15 +241,17 @@ class BreadthStore:
                 recorder.drop_day(day)
         for day, bot, sketch in recorder.dirty():
             key, own = day_key(state, site, day, bot), bot == self.own
-            self.merge(key, sketch, self.day_expiry(day), now, own)
+            self.merge(site, key, sketch, self.day_expiry(day), now, own)
             sketch.dirty = False
             result.merged += 1
         corpus = recorder.corpus
         if corpus.dirty:
             expire_at = int(now) + self.retention_days * DAY
-            self.merge(corpus_key(state, site), corpus, expire_at, now)
+            self.merge(site, corpus_key(state, site), corpus, expire_at, now)
             corpus.dirty = False
             result.merged += 1
+        if result.merged:
+            list_site(state, site)  # after its rows are indexed (crawlyx.sitekeys)
         recorder.evict_clean()
         return result
 
@@ -249,9 +271,10 @@ class RowScan:
     """Streams the breadth rows of one site (or all), at most ``cap`` of them.
 
     Iterate it once; afterwards ``rows_read`` and ``truncated`` tell how much was seen.
-    Filtering by day and bot happens on the key, before any row is fetched. Every
+    The sites come from the sites set, each site's rows from its index (SSCAN steps, never
+    SCAN); filtering by day and bot happens on the key, before any row is fetched. Every
     ``YIELD_EVERY`` rows the scan sleeps(0) so that other threads of the process (a
-    reactor, a server) run; every Redis call is short (SCAN COUNT, one batch of rows),
+    reactor, a server) run; every Redis call is short (one SSCAN step, one batch of rows),
     so Redis keeps serving crawls in between."""
 
     BATCH = 32  # rows per round trip: 32 × ~24 KiB at most in flight
@@ -277,45 +300,55 @@ class RowScan:
         self.rows_read = 0
         self.truncated = False
 
-    def _wanted(self, key: str):
-        parsed = parse_key(self.state, key)
-        if parsed is None:
-            return None
-        site, day, bot = parsed
-        if self.site is not None and site != self.site:
-            return None  # "http://host:*" also matches "http://host:8080..."
+    def _wanted(self, day: str | None, bot: str | None) -> bool:
         if day is None:
-            return parsed  # the corpus: coverage needs it whatever the filters
+            return True  # the corpus: coverage needs it whatever the filters
         if self.days is not None and day not in self.days:
-            return None
-        if self.bot is not None and bot.lower() != self.bot:
-            return None
-        return parsed
+            return False
+        return self.bot is None or bot.lower() == self.bot
+
+    def _older(self, day: str | None) -> bool:
+        """Whether a row of ``day`` is older than the days read: perhaps expired."""
+        return day is not None and bool(self.days) and day < min(self.days)
 
     def __iter__(self) -> Iterator[Row]:
-        pattern = self.state.key((glob_escape(self.site) + ":" if self.site else "") + "*")
-        client = self.state.client
-        seen: set[str] = set()  # SCAN may return a key more than once
-        pending: list[tuple[str, tuple]] = []
-        for raw in client.scan_iter(match=pattern, count=self.SCAN_COUNT):
-            key = raw.decode()
-            parsed = self._wanted(key)
-            if parsed is None or key in seen:
-                continue
-            seen.add(key)  # at most cap + 1 keys
-            if self.rows_read >= self.cap:
-                self.truncated = True  # one more row than the cap: never merged
-                break
-            self.rows_read += 1
-            pending.append((key, parsed))
-            if len(pending) >= self.BATCH:
-                yield from self._fetch(pending)
-                pending = []
-            if self.rows_read % self.YIELD_EVERY == 0:
-                time.sleep(0)
-        yield from self._fetch(pending)
+        sites = [self.site] if self.site is not None else site_names(self.state)
+        for site in sites:
+            yield from self._site(site)
+            if self.truncated:
+                return
 
-    def _fetch(self, pending: list[tuple[str, tuple]]) -> Iterator[Row]:
+    def _site(self, site: str) -> Iterator[Row]:
+        seen: set[str] = set()  # SSCAN may return a key more than once
+        pending: list[tuple[str, tuple]] = []
+        for keys in row_keys(self.state, site, self.SCAN_COUNT):
+            # Rows of days before those read are never fetched: those expired are looked
+            # for here, so that the index forgets them.
+            older = []
+            for key in keys:
+                parsed = parse_key(self.state, key)
+                if parsed is None or parsed[0] != site or key in seen:
+                    continue
+                if not self._wanted(*parsed[1:]):
+                    if self._older(parsed[1]):
+                        older.append(key)
+                    continue
+                seen.add(key)  # at most cap + 1 keys
+                if self.rows_read >= self.cap:
+                    self.truncated = True  # one more row than the cap: never merged
+                    yield from self._fetch(site, pending)
+                    return
+                self.rows_read += 1
+                pending.append((key, parsed))
+                if len(pending) >= self.BATCH:
+                    yield from self._fetch(site, pending)
+                    pending = []
+                if self.rows_read % self.YIELD_EVERY == 0:
+                    time.sleep(0)
+            drop_gone(self.state, site, older)
+        yield from self._fetch(site, pending)
+
+    def _fetch(self, site: str, pending: list[tuple[str, tuple]]) -> Iterator[Row]:
         if not pending:
             return
         pipe = self.state.client.pipeline(transaction=False)
@@ -323,13 +356,15 @@ class RowScan:
             pipe.hmget(key, "r", "x", "f", "o")
             pipe.hlen(key)
         replies = pipe.execute()
-        for index, (_key, (site, day, bot)) in enumerate(pending):
+        gone = []
+        for index, (key, (site_, day, bot)) in enumerate(pending):
             (registers, exact, flushes, own), fields = replies[2 * index], replies[2 * index + 1]
             if registers is None:
-                continue  # expired between SCAN and now
+                gone.append(key)  # expired: its index entry goes too
+                continue
             known = 1 + (exact is not None) + (flushes is not None) + (own is not None)
             yield Row(
-                site,
+                site_,
                 day,
                 bot,
                 Sketch.from_bytes(registers, exact),
@@ -337,3 +372,4 @@ class RowScan:
                 flushes=int(flushes or 0),
                 own=own == b"1",
             )
+        drop_gone(self.state, site, gone)

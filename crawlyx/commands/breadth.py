@@ -8,7 +8,8 @@ it, the cross-bot union (not the sum), and coverage against the site's corpus (t
 distinct pages crawlyx has emitted for it; see crawlyx.breadth.report). crawlyx's own
 crawls are shown apart, after the union, which leaves them out. Without
 ``--site``, every site's rows are merged (URLs carry their origin, so that union is
-exact too). The rows are streamed with SCAN and merged one by one; past
+exact too): the sites are those the breadth store lists. The rows are streamed, a
+batch at a time from each site's index, and merged one by one; past
 CRAWLYX_BREADTH_READ_CAP rows the answer says ``truncated`` rather than passing off
 a short read as complete.
 """

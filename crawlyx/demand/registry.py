@@ -4,15 +4,21 @@ Per page: its URL, when it was last fetched, its content hash, its ETag and
 Last-Modified (for conditional requests), its interval on the rung ladder (and the dry
 run's shadow interval), and when it is next due. Pages belong to a site, across jobs and
 runs, so the keys sit outside every job's ``crawlyx:{job}:`` namespace, like breadth's,
-and apart from the visit ring's (whose reads SCAN their site's keys)::
+and apart from the visit ring's::
 
-    crawlyx:_registry:{site}:pages         hash, page id -> the page's row (one string)
-    crawlyx:_registry:{site}:due           sorted set, page id -> next-due time
-    crawlyx:_registry:{site}:fetched       sorted set, page id -> last fetch (for retention)
-    crawlyx:_registry:{site}:rungs         hash, interval -> pages on it (the histogram)
-    crawlyx:_registry:{site}:rungs:dry     the same for the dry run's shadow intervals
-    crawlyx:_registry:{site}:writes        interval writes so far (a converged site adds none)
-    crawlyx:_registry:{site}:base          no page is due later than this after its last fetch
+    crawlyx:_registry:{SITE}:pages         hash, page id -> the page's row (one string)
+    crawlyx:_registry:{SITE}:due           sorted set, page id -> next-due time
+    crawlyx:_registry:{SITE}:fetched       sorted set, page id -> last fetch (for retention)
+    crawlyx:_registry:{SITE}:rungs         hash, interval -> pages on it (the histogram)
+    crawlyx:_registry:{SITE}:rungs:dry     the same for the dry run's shadow intervals
+    crawlyx:_registry:{SITE}:writes        interval writes so far (a converged site adds none)
+    crawlyx:_registry:{SITE}:base          no page is due later than this after its last fetch
+
+``SITE`` is the site's origin in braces: the hash tag that keeps a site's keys in one slot
+of a Redis Cluster (:mod:`crawlyx.sitekeys`), so each script below names all the keys it
+touches, and they may. A registry is read by its site only: it needs no index. Registries
+written before the site was a hash tag (``crawlyx:_registry:https://...:pages``) are not
+read: the first refresh run of such a site is a full crawl, which registers it anew.
 
 Every crawl writes every page it reads here, so a page costs little: a page's id is 8
 bytes of a hash of its URL, and its row packs its fields into one string (the URL, the
@@ -34,12 +40,14 @@ forgotten by :meth:`Registry.prune`, histogram included, and a whole site by
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from hashlib import blake2b
 
 from crawlyx.demand import durations
 from crawlyx.demand.ladder import Histogram, PageState, ladder_for
-from crawlyx.frontier.state import State
+from crawlyx.frontier.state import State, is_cluster
+from crawlyx.sitekeys import site_key
 
 # A State "job" that no crawl can be named. (Registries written before rows were packed
 # sit under "_pages", a key per page; they are not read.)
@@ -189,7 +197,7 @@ class Registry:
         return cls(state, site, ladder_for(settings).base, retention(settings))
 
     def key(self, name: str) -> str:
-        return self.state.key(f"{self.site}:{name}")
+        return site_key(self.state, self.site, name)
 
     @property
     def keys(self) -> list[str]:
@@ -293,10 +301,31 @@ class Registry:
         list), read ``batch`` at a time, in one round trip each."""
         client = self.state.client
         if not client.exists(snapshot):
-            client.zrangestore(snapshot, self.key("due"), "-inf", now, byscore=True)
+            self._copy_due(snapshot, now, batch)
         for offset in range(0, client.zcard(snapshot), batch):
             # A page forgotten since the copy was made is no longer there.
             yield from self._pages(client.zrange(snapshot, offset, offset + batch - 1))
+
+    def _copy_due(self, snapshot: str, now: float, batch: int) -> None:
+        """Copy the pages due at ``now`` to ``snapshot``: at once on one server. On a Redis
+        Cluster the snapshot (a job's key) and the due set (the site's) are in two slots,
+        which no command may name together: the copy goes ``batch`` at a time to a
+        scratch key in the snapshot's slot, renamed once whole, so a copy cut short is
+        never taken for the list."""
+        client, due = self.state.client, self.key("due")
+        if not is_cluster(client):
+            client.zrangestore(snapshot, due, "-inf", now, byscore=True)
+            return
+        scratch = snapshot + ":~copy"
+        client.delete(scratch)
+        for offset in itertools.count(0, batch):
+            rows = client.zrangebyscore(due, "-inf", now, offset, batch, withscores=True)
+            if rows:
+                client.zadd(scratch, dict(rows))
+            if len(rows) < batch:
+                break
+        if client.exists(scratch):
+            client.rename(scratch, snapshot)
 
     def count_due(self, until: float) -> int:
         return self.state.client.zcount(self.key("due"), "-inf", until)

@@ -3,7 +3,14 @@
 Namespace (through :class:`crawlyx.frontier.state.State`, on the crawl's Redis or the
 embedded server, beside breadth's and outside every job's)::
 
-    crawlyx:_demand:{site}:{start}:{seconds}:{m}:{k}:{node}   a string of (m + 7) // 8 bytes
+    crawlyx:_demand:{SITE}:{start}:{seconds}:{m}:{k}:{node}   a string of (m + 7) // 8 bytes
+    crawlyx:_demand:{SITE}:rows                               set: the keys of the rows
+    crawlyx:_demand:sites                                     set: the sites with rows
+
+``SITE`` is the site's origin in braces, the hash tag that keeps its keys in one slot of
+a Redis Cluster (:mod:`crawlyx.sitekeys`). Rows written before it was one
+(``crawlyx:_demand:https://...:{start}:...``) are not read; they expire within one ring
+span.
 
 ``{start}`` and ``{seconds}`` are the slice's start (unix time) and length, ``m`` and
 ``k`` its filter's bits and hashes: a row says what it covers and how to read it, so
@@ -11,15 +18,17 @@ processes configured differently (or a change of settings) never misread each ot
 rows; a reader reads every row of the site whatever its sizing. ``{node}`` is the
 writing process (host, pid, a random part).
 
-Writes: a flush ORs each dirty slice into its node's row atomically (MULTI: SET a
-temporary key, BITOP OR into the row, DEL, EXPIREAT), so it lands whole or not at
-all; OR is idempotent, so a retried flush is harmless. A row expires one ring span
-after its slice ends. A flush that fails leaves its slices dirty for the next.
+Writes: a flush ORs each dirty slice into its node's row atomically (one script: SET a
+temporary key of the site, BITOP OR into the row, DEL, EXPIREAT, and the row indexed in
+the site's ``rows``), so it lands whole or not at all; OR is idempotent, so a retried
+flush is harmless. The flush then lists the site in ``sites``. A row expires one ring
+span after its slice ends. A flush that fails leaves its slices dirty for the next.
 
-Reads (:class:`MergedRing`): SCAN the site's rows in small steps, skip those whose slice
-has left the ring (on the key, before fetching), fetch a batch at a time, OR the rows
-of the same slice and sizing together, sleep(0) every ``YIELD_EVERY`` keys scanned
-(whether kept or skipped) so that other threads run. The result is cached for the
+Reads (:class:`MergedRing`): the site's index a SSCAN step at a time (never SCAN), skip
+the rows whose slice has left the ring (on the key, before fetching), fetch a batch at a
+time, OR the rows of the same slice and sizing together, drop from the index the rows
+found expired, sleep(0) every ``YIELD_EVERY`` keys listed (whether kept or skipped) so
+that other threads run. The result is cached for the
 refresh interval, and a flush ORs what it merged into its process's cached read: a
 process reads its own writes at once, other processes' within the refresh interval.
 """
@@ -35,15 +44,28 @@ from dataclasses import dataclass
 
 import redis
 
-from crawlyx.breadth.store import glob_escape
 from crawlyx.demand.bloom import byte_size, contains, digest, positions, union_into
 from crawlyx.demand.recorder import Recorder
 from crawlyx.demand.ring import RingConfig
 from crawlyx.frontier.state import State
+from crawlyx.sitekeys import INDEX_LUA, ROWS, drop_gone, list_site, parse_site, row_keys, site_key
 
 logger = logging.getLogger(__name__)
 
 NAMESPACE = "_demand"  # a State "job" that no crawl can be named
+
+# KEYS: the row, a scratch key, the site's index. ARGV: the slice's bits, expire-at.
+_MERGE = (
+    INDEX_LUA
+    + """
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('BITOP', 'OR', KEYS[1], KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[2])
+redis.call('EXPIREAT', KEYS[1], ARGV[2])
+index(KEYS[3], KEYS[1], ARGV[2])
+return 1
+"""
+)
 
 
 def demand_state(client, embedded=None) -> State:
@@ -75,22 +97,24 @@ class Layout:
 
 def row_key(state: State, site: str, layout: Layout, node: str) -> str:
     l = layout  # noqa: E741
-    return state.key(f"{site}:{l.start}:{l.seconds}:{l.bits}:{l.hashes}:{node}")
+    return site_key(state, site, f"{l.start}:{l.seconds}:{l.bits}:{l.hashes}:{node}")
 
 
 def parse_key(state: State, key: str) -> tuple[str, Layout] | None:
-    if not key.startswith(state.prefix):
+    parsed = parse_site(state, key)
+    if parsed is None:
         return None
-    parts = key[len(state.prefix) :].rsplit(":", 5)
-    if len(parts) != 6:
+    site, name = parsed
+    parts = name.split(":", 4)
+    if len(parts) != 5:
         return None
     try:
-        start, seconds, bits, hashes = (int(x) for x in parts[1:5])
+        start, seconds, bits, hashes = (int(x) for x in parts[:4])
     except ValueError:
         return None
     if seconds < 1 or bits < 2 or hashes < 1:
         return None
-    return parts[0], Layout(start, seconds, bits, hashes)
+    return site, Layout(start, seconds, bits, hashes)
 
 
 class DemandStore:
@@ -100,6 +124,7 @@ class DemandStore:
         self.state = state
         self.config = config
         self.node = node or node_id()
+        self._merge = state.client.register_script(_MERGE)
 
     def flush(
         self, recorder: Recorder, now: float | None = None, read: MergedRing | None = None
@@ -120,17 +145,15 @@ class DemandStore:
             start = slot * config.slice
             layout = Layout(start, config.slice, recorder.bits, recorder.hashes)
             key = row_key(self.state, recorder.site, layout, self.node)
-            scratch = f"{key}:~in"
-            pipe = self.state.client.pipeline(transaction=True)
-            pipe.set(scratch, bytes(data), ex=60)
-            pipe.bitop("OR", key, key, scratch)
-            pipe.delete(scratch)
-            pipe.expireat(key, layout.end + config.span)
-            pipe.execute()
+            index = site_key(self.state, recorder.site, ROWS)
+            keys = [key, f"{key}:~in", index]  # the scratch key: the row's name, so its tag
+            self._merge(keys=keys, args=[bytes(data), layout.end + config.span])
             if read is not None:
                 read.add(layout, data)
             recorder.merged(slot)
             merged += 1
+        if merged:
+            list_site(self.state, recorder.site)  # after its rows are indexed
         return merged
 
 
@@ -153,37 +176,41 @@ class MergedRing:
         """Read the union anew (a Redis error propagates; the cached union stays)."""
         now = time.time() if now is None else now
         horizon = now - self.config.span  # slices that ended before this are out
-        pattern = self.state.key(glob_escape(self.site) + ":*")
         union: dict[Layout, bytearray] = {}
         seen: set[str] = set()
         batch: list[tuple[str, Layout]] = []
-        rows = scanned = 0
-        for raw in self.state.client.scan_iter(match=pattern, count=self.SCAN_COUNT):
-            scanned += 1
-            if scanned % self.YIELD_EVERY == 0:  # every so many keys, kept or not
-                time.sleep(0)
-            key = raw.decode()
-            parsed = parse_key(self.state, key)
-            if parsed is None or parsed[0] != self.site or key in seen:
-                continue  # "http://host:*" also matches "http://host:8080:..."
-            if parsed[1].end <= horizon:
-                continue
-            seen.add(key)
-            batch.append((key, parsed[1]))
-            if len(batch) >= self.BATCH:
-                rows += self._merge(batch, union)
-                batch = []
+        stale: list[str] = []  # rows whose slice has left the ring: gone, or about to be
+        rows = listed = 0
+        for keys in row_keys(self.state, self.site, self.SCAN_COUNT):
+            for key in keys:
+                listed += 1
+                if listed % self.YIELD_EVERY == 0:  # every so many keys, kept or not
+                    time.sleep(0)
+                parsed = parse_key(self.state, key)
+                if parsed is None or parsed[0] != self.site or key in seen:
+                    continue
+                seen.add(key)
+                if parsed[1].end <= horizon:
+                    stale.append(key)
+                    continue
+                batch.append((key, parsed[1]))
+                if len(batch) >= self.BATCH:
+                    rows += self._merge(batch, union)
+                    batch = []
+            drop_gone(self.state, self.site, stale)  # a SSCAN step's worth at most
+            stale = []
         rows += self._merge(batch, union)
         self.slices, self.read_at, self.rows = union, now, rows
 
     def _merge(self, batch: list[tuple[str, Layout]], union: dict[Layout, bytearray]) -> int:
         if not batch:
             return 0
-        values = self.state.client.mget([key for key, _ in batch])
-        merged = 0
+        values = self.state.client.mget([key for key, _ in batch])  # one slot: the site's
+        merged, gone = 0, []
         for (key, layout), value in zip(batch, values, strict=True):
             if value is None:
-                continue  # expired between SCAN and now
+                gone.append(key)  # expired: its index entry goes too
+                continue
             if len(value) != byte_size(layout.bits):
                 logger.warning("crawlyx: demand row %s has %d bytes; skipped", key, len(value))
                 continue
@@ -193,6 +220,7 @@ class MergedRing:
             else:
                 union_into(current, value)
             merged += 1
+        drop_gone(self.state, self.site, gone)
         return merged
 
     def add(self, layout: Layout, data: bytes) -> None:
