@@ -47,10 +47,13 @@ class CrawlParts:
 
     @cached_property
     def visited(self):
-        from crawlyx.frontier.visited import VisitedTable
+        from crawlyx.frontier.state import is_cluster
+        from crawlyx.frontier.visited import VisitedTable, frontier_shards
 
+        settings = self.crawler.settings
+        self.state.fix_shards(frontier_shards(settings, is_cluster(self.state.client)))
         # A loop across fetches is looked for as far as a redirect chain is followed.
-        hops = self.crawler.settings.getint("REDIRECT_MAX_TIMES")
+        hops = settings.getint("REDIRECT_MAX_TIMES")
         return VisitedTable(self.state, stats=self.crawler.stats, loop_hops=hops, core=self.core)
 
     @cached_property

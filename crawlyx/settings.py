@@ -15,6 +15,10 @@ CRAWLYX_DATA_DIR = ".crawlyx"
 # Seconds a Redis call (or connecting) may take; it is retried 3 times with backoff, and
 # the crawl pauses while Redis stays unreachable (crawlyx/frontier/state.py).
 CRAWLYX_REDIS_TIMEOUT = 5.0
+# Shards of a job's frontier (visited table, queue, leases), a power of two, each its own
+# hash tag: a Redis Cluster spreads them over its nodes. 0: 64 on a cluster, 1 on one
+# server. Fixed when a job starts; a resumed job keeps its own.
+CRAWLYX_FRONTIER_SHARDS = 0
 CRAWLYX_BOT_NAME = "crawlyx"  # the robots.txt user-agent token
 CRAWLYX_ROBOTS_ENABLED = True
 # Seconds an origin's pages wait for its unreachable robots.txt (5xx, 429, no answer) before

@@ -19,7 +19,9 @@ from crawlyx import render
 from crawlyx import settings as project
 from crawlyx.feeds import FileFeedStorage
 from crawlyx.frontier import queued
+from crawlyx.frontier import visited as visited_module
 from crawlyx.frontier.scheduler import Scheduler
+from crawlyx.frontier.state import OWNERS
 from crawlyx.frontier.visited import LEASE_META, VisitedTable
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import LeaseMiddleware
@@ -111,21 +113,20 @@ def test_not_finished_while_another_live_process_holds_a_lease(scheduler):
     assert request.url == "http://127.0.0.1:9/theirs"
 
 
-def test_redirect_releases_the_lease_with_the_claim_of_the_target(scheduler):
+def test_redirect_releases_the_lease_after_the_claim_of_the_target(scheduler, monkeypatch):
     spider, table = scheduler.spider, scheduler.visited
     scheduler.enqueue_request(Request("http://127.0.0.1:9/old", spider.parse))
     request = scheduler.next_request()
     old_fp = request.meta[LEASE_META]
     redirected = request.replace(url="http://127.0.0.1:9/new")
     new_fp = scheduler.fingerprinter.fingerprint(redirected).hex()
-    round_trips = watch_round_trips(table)
+    round_trips = watch_round_trips(table, monkeypatch)
     assert scheduler.enqueue_request(redirected)
-    # One round trip (one Lua script, applied atomically) claims the target, then
-    # releases the lease: there is no moment with the lease done and the target unclaimed.
-    assert len(round_trips) == 1
-    args = round_trips[0]["args"]
-    dones = args[4 : 4 + int(args[3])]
-    assert dones == [old_fp] and args[4 + len(dones) :][:2] == [b"c", new_fp.encode()]
+    # The target is claimed, then the lease released once the claim is answered: there
+    # is no moment with the lease done and the target unclaimed.
+    claim, release = round_trips
+    assert claim["args"][2:5] == [0, b"c", new_fp.encode()]  # no release with it
+    assert release["args"][2:] == [1, old_fp]
     assert table.state_of(old_fp) == b"d" and table.state_of(new_fp) == b"q"
     assert scheduler.stats.get_value("crawlyx/frontier/redirected") == 1
     target = scheduler.next_request()
@@ -292,7 +293,7 @@ def test_unstarted_popped_requests_go_back_to_the_queue_on_close(scheduler):
     assert [fp is not None for fp, _ in table.pop_many(5)] == [True, True]
 
 
-def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler):
+def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler, monkeypatch):
     spider = scheduler.spider
     table = scheduler.visited
     scheduler.enqueue_request(Request("http://127.0.0.1:9/page", spider.parse))
@@ -303,7 +304,7 @@ def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler)
         assert scheduler.enqueue_request(link)  # sent later: no round trip yet
     theirs = scheduler.fingerprinter.fingerprint(links[1]).hex()
     assert VisitedTable(table.state, owner="other").claim(theirs, b"found there first")
-    round_trips = watch_round_trips(table)
+    round_trips = watch_round_trips(table, monkeypatch)
     table.release(page)
     assert len(round_trips) == 1
     assert table.state_of(lease) == b"d"
@@ -312,19 +313,22 @@ def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler)
     assert table.queued() == 3
 
 
-def watch_round_trips(table) -> list[dict]:
-    """The arguments of each round trip ``table`` makes to Redis from now on."""
+def watch_round_trips(table, monkeypatch) -> list[dict]:
+    """The arguments of each visited-table script call ``table`` makes from now on."""
     round_trips = []
-    script, send = table._sync, table.core.script
-    table._sync = lambda **kwargs: round_trips.append(kwargs) or script(**kwargs)
+    direct, batched = visited_module.run_scripts, table.core.script
 
-    def batched(pipe, sent, keys, args):  # in the crawl core's batches
-        if sent is table._sync:
+    def run(client, calls, loaded):  # calls that need an answer now
+        round_trips.extend({"keys": k, "args": a} for s, k, a in calls if s is table._sync)
+        return direct(client, calls, loaded)
+
+    def queue(pipe, script, keys, args):  # in the crawl core's batches
+        if script is table._sync:
             round_trips.append({"keys": keys, "args": args})
-            sent = script
-        send(pipe, sent, keys, args)
+        batched(pipe, script, keys, args)
 
-    table.core.script = batched
+    monkeypatch.setattr(visited_module, "run_scripts", run)
+    monkeypatch.setattr(table.core, "script", queue)
     return round_trips
 
 
@@ -333,7 +337,7 @@ def engine_over(scheduler):
     return SimpleNamespace(crawl=scheduler.enqueue_request)
 
 
-def test_a_page_without_item_is_released_with_the_claims_of_its_links(scheduler):
+def test_a_page_without_item_is_released_with_the_claims_of_its_links(scheduler, monkeypatch):
     crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
     crawler.engine = engine_over(scheduler)
     lease = LeaseMiddleware.from_crawler(crawler)
@@ -342,7 +346,7 @@ def test_a_page_without_item_is_released_with_the_claims_of_its_links(scheduler)
     fp = request.meta[LEASE_META]
     response = HtmlResponse(request.url, body=b"<urlset/>", request=request)
     links = [Request(f"http://127.0.0.1:9/listed{n}", spider.parse) for n in range(3)]
-    round_trips = watch_round_trips(table)
+    round_trips = watch_round_trips(table, monkeypatch)
     passed_on = []
     for output in lease.process_spider_output(response, iter(links)):
         # Scheduled by the middleware as they come: nothing left for the scraper to do
@@ -442,7 +446,7 @@ def test_a_page_written_by_a_killed_run_is_not_fetched_again(redis_url, tmp_path
     file = FileFeedStorage(str(path), feed_options={"overwrite": False}).open(spider)
     file.write(b'{"url": "http://127.0.0.1:9/written"}\n{"url": "http://127.0.0.1:9/other"}\n')
     file.close()
-    table.redis.delete(table.owner_prefix + table.owner)  # its heartbeat, as it dies
+    table.state.retire([table.owner])  # as it dies
     killed._popped.clear()  # popped in vain: taken back as a dead process's leases
     resumed = open_scheduler(redis_url, job=job)
     try:
@@ -458,18 +462,18 @@ def test_a_page_written_by_a_killed_run_is_not_fetched_again(redis_url, tmp_path
 
 def test_a_redis_error_skips_a_heartbeat_and_the_beating_goes_on(own_redis, own_scheduler):
     table, loop = own_scheduler.visited, own_scheduler._heartbeat
-    owner_key = table.owner_prefix + table.owner
+    owners = table.state.key(OWNERS)
     own_redis.stop()
     loop.call.cancel()
     loop()  # a beat, as the reactor runs it
     assert loop.running
     assert own_scheduler.stats.get_value("crawlyx/redis/heartbeat_failures") == 1
     own_redis.start()  # its data survived, the first beat's key with it
-    table.redis.delete(owner_key)
+    table.redis.zrem(owners, table.owner)
     loop.call.cancel()
     loop()
     assert loop.running
-    assert table.redis.ttl(owner_key) > 0
+    assert table.redis.zscore(owners, table.owner) > 0
 
 
 def test_a_redis_outage_pauses_the_frontier_and_loses_nothing(own_redis, own_scheduler):
@@ -494,8 +498,7 @@ def test_a_pop_whose_answer_was_lost_is_queued_again(scheduler):
     scheduler.enqueue_request(Request("http://127.0.0.1:9/lost-answer", spider.parse))
     table.sync()
     # The pop ran in Redis but its answer never reached this process.
-    keys = [table.visited_key, table.queue_key, table.leases_key, table.redirects_key]
-    table._sync(keys=keys, args=[table.owner, 1, table.loop_hops, 0])
+    table._sync(keys=table.shards[0].sync_keys, args=[table.owner, 1, 0])
     assert table.leased() == 1 and table.queued() == 0
     assert scheduler.has_pending_requests() is True
     assert scheduler.stats.get_value("crawlyx/frontier/unanswered_pops") == 1

@@ -11,13 +11,15 @@ import uuid
 import pytest
 import redis
 
-from crawlyx.frontier.state import State
+from crawlyx.frontier.state import OWNERS, State
 from crawlyx.frontier.visited import LEASE_META, VisitedTable
 
 
-@pytest.fixture
-def state(redis_client):
+@pytest.fixture(params=[1, 8], ids=["one-shard", "8-shards"])
+def state(request, redis_client):
+    """A job's state whose frontier is one shard, or eight (each its own hash tag)."""
     state = State(redis_client, f"test-{uuid.uuid4().hex[:8]}")
+    state.fix_shards(request.param)
     yield state
     state.delete_all()
 
@@ -76,7 +78,7 @@ def test_pop_skips_stale_copies(state):
     table.claim(fp(1), b"one")
     table.claim(fp(2), b"two")
     for n in (1, 2):  # second copies, as an older version could leave them
-        state.client.lpush(table.queue_key, f"{fp(n)}again".encode())
+        state.client.lpush(table.shards[0].queue, f"{fp(n)}again".encode())
     assert table.pop_many(2) == [(fp(1), b"one"), (fp(2), b"two")]
     table.done(fp(1))
     assert table.pop_many(5) == []  # done or leased: dropped, never fetched again
@@ -95,7 +97,7 @@ def test_a_retry_under_a_lease_is_queued_once_when_its_owner_dies(state):
     assert owner.state_of(fp(1)) == b"q" and owner.leased() == 0
     owner.retire()  # its heartbeat key is gone: it died before popping the retry
     assert other.requeue_dead() == 0  # no lease left to requeue
-    assert state.client.lrange(other.queue_key, 0, -1) == [fp(1).encode() + b"retry"]
+    assert state.client.lrange(other.shards[0].queue, 0, -1) == [fp(1).encode() + b"retry"]
     assert other.pop_many(5) == [(fp(1), b"retry")]
     assert other.pop_many(5) == []
 
@@ -106,11 +108,17 @@ def test_a_push_under_a_lease_taken_back_queues_nothing(state):
     other.heartbeat()
     owner.claim(fp(1), b"first")
     assert owner.pop() == (fp(1), b"first")
+    _expired(state, "owner")
     assert other.requeue_dead() == 1  # no heartbeat from the owner: it seems dead
     assert other.pop() == (fp(1), b"first")
     owner.push(fp(1), b"retry")  # the owner was alive after all
     assert owner.queued() == 0  # the page is the other process's now
     assert owner.state_of(fp(1)) == b"l" and other.own_leases() == [fp(1)]
+
+
+def _expired(state, owner: str) -> None:
+    """``owner``'s heartbeat, long expired."""
+    state.client.zadd(state.key(OWNERS), {owner: 1})
 
 
 def test_a_process_that_stalled_past_its_heartbeat_emits_nothing_twice(state):
@@ -121,13 +129,15 @@ def test_a_process_that_stalled_past_its_heartbeat_emits_nothing_twice(state):
         stalled.claim(fp(n), f"p{n}".encode())
     assert stalled.pop_many(2) == [(fp(1), b"p1"), (fp(2), b"p2")]
     stalled._beat_at -= VisitedTable.HEARTBEAT_TTL + 5  # stopped while its key expired
+    _expired(state, "stalled")
     assert other.requeue_dead() == 2  # it seems dead: its leases go back on the queue
     taken, _ = other.pop()  # another process has one of them now, the other is queued
     left = fp(1) if taken == fp(2) else fp(2)
     # The stalled process resumes: neither page is its own to emit any more...
     assert stalled.still_mine(taken) is False
     assert stalled.still_mine(left) is False
-    assert state.client.exists(state.key("owner:stalled"))  # the heartbeat renewed first
+    # It was told so by its heartbeat, and goes on under a name of its own.
+    assert stalled.owner != "stalled" and state.owners() == ["other", stalled.owner]
     # ...and its late releases leave the other's lease and the queued page alone.
     stalled.release(_Request(taken))
     stalled.unlease(_Request(left))
@@ -143,7 +153,7 @@ def test_a_live_process_keeps_its_leases_without_a_round_trip(state):
     table.heartbeat()
     table.claim(fp(1), b"p1")
     assert table.pop() == (fp(1), b"p1")
-    state.client.hdel(table.leases_key, fp(1))  # would be noticed only after a stall
+    state.client.hdel(table.shards[0].leases, fp(1))  # would be noticed only after a stall
     assert table.still_mine(fp(1)) is True
 
 
@@ -160,7 +170,8 @@ def test_a_long_backlog_of_claims_goes_in_chunks_and_the_release_with_the_last(s
     table._pending[:0] = first
     calls = _script_calls(state.client)
     table.sync()
-    assert _script_calls(state.client) - calls == 4  # 10 claims, 3 a call
+    # 10 claims, 3 a call; with shards, the release once the claims are answered.
+    assert _script_calls(state.client) - calls == (4 if state.shards == 1 else 5)
     assert table.queued() == 10 and table.state_of(fp(0)) == b"d"
 
 

@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from email.utils import formatdate
+from functools import partial
 from types import SimpleNamespace
 
 import pytest
@@ -36,9 +37,9 @@ def _budgets(redis_client, owners=("a",), **settings):
     """One SharedBudget per owner, on a fresh job, every owner alive."""
     state = State(redis_client, f"budget-{uuid.uuid4().hex[:8]}")
     for owner in owners:
-        redis_client.set(state.key(f"owner:{owner}"), 1, ex=60)
+        state.beat(owner, 60)
     values = _settings(**settings)
-    return state, [SharedBudget(state, owner, state.key("owner:"), values) for owner in owners]
+    return state, [SharedBudget(state, partial(str, owner), values) for owner in owners]
 
 
 def _host(maximum=40, value=8, through=1) -> Host:
@@ -121,7 +122,7 @@ def test_a_dead_or_idle_process_gives_its_share_back(redis_client):
     host_b.waiting.append(None)
     b.report(host_b)
     assert (host_a.share, host_b.share) == (8, 0)
-    redis_client.delete(state.key("owner:a"))  # a died: its heartbeat ran out
+    state.retire(["a"])  # a died: its heartbeat ran out
     b.report(host_b)
     assert host_b.share == 8
     # An idle process holds nothing.

@@ -304,7 +304,7 @@ class CrawlCollector:
             started = time.perf_counter()
             client.ping()
             latency = time.perf_counter() - started
-            memory = client.info("memory").get("used_memory", 0)
+            memory = used_memory(client.info("memory"))
         except (redis.RedisError, OSError):
             return
         yield GaugeMetricFamily(
@@ -320,11 +320,17 @@ class CrawlCollector:
         if table is None:
             return None
         try:
-            pipe = table.redis.pipeline(transaction=False)
-            queued, leased = pipe.llen(table.queue_key).hlen(table.leases_key).execute()
+            queued, _, leased = table.size()
         except (redis.RedisError, OSError):
             return None  # Redis gone (the crawl is closing): no sample rather than a wrong one
-        return int(queued) + int(leased)
+        return queued + leased
+
+
+def used_memory(info: dict) -> int:
+    """``used_memory`` of INFO: a cluster's answer is one INFO per node, summed."""
+    if "used_memory" in info:
+        return int(info["used_memory"])
+    return sum(int(node.get("used_memory", 0)) for node in info.values())
 
 
 class Metrics:

@@ -215,6 +215,35 @@ class CrawlCore:
             self._executor = None
 
 
+def run_scripts(client, calls, loaded: set) -> list:
+    """Registered Lua scripts, ``calls`` of (script, keys, args), in one pipeline on
+    ``client`` (a call that needs its answers now, outside the core's batches). By hash
+    once loaded (``loaded``: the scripts loaded so far); a server that lost them answers
+    NoScriptError, and only those calls are sent again, once loaded. Raises the first
+    error of a call."""
+    results: list = [None] * len(calls)
+    todo = list(range(len(calls)))
+    for _ in range(2):
+        pipe = client.pipeline(transaction=False)
+        for i in todo:
+            script, keys, args = calls[i]
+            if script not in loaded:
+                script.sha = client.script_load(script.script)
+                loaded.add(script)
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        answers = pipe.execute(raise_on_error=False)
+        for i, answer in zip(todo, answers, strict=True):
+            results[i] = answer
+        todo = [i for i in todo if isinstance(results[i], NoScriptError)]
+        if not todo:
+            break
+        loaded.clear()  # the server restarted
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return results
+
+
 def retryable(result) -> bool:
     """A party's result that means "send it again with the next batch"."""
     return isinstance(result, (*REDIS_DOWN, NoScriptError))

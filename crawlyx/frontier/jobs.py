@@ -41,8 +41,7 @@ from urllib.parse import urlsplit
 
 from scrapy import signals
 
-from crawlyx.arguments import JOB_NAME
-from crawlyx.frontier.state import KEY_PREFIX, REDIS_DOWN, State, outage
+from crawlyx.frontier.state import JOBS, REDIS_DOWN, State, outage
 from crawlyx.frontier.visited import RECORD, VisitedTable, gone
 from crawlyx.log import SHOWN
 from crawlyx.parts import crawl_parts
@@ -94,7 +93,8 @@ class JobRun:
     def opened(self, spider):
         state = crawl_parts(self.crawler).state
         record, now = state.key(RECORD), _now()
-        pipe = state.client.pipeline()
+        pipe = state.client.pipeline(transaction=False)
+        pipe.sadd(JOBS, state.job)
         pipe.hsetnx(record, "start", spider.args.start)
         pipe.hsetnx(record, "created", now)
         pipe.hsetnx(record, "expires", int(spider.args.job is None))
@@ -152,9 +152,7 @@ def restart(state: State) -> None:
     pages its runs emitted)."""
     record = state.key(RECORD).encode()
     for keys in state.keys():
-        keys = [key for key in keys if key != record]
-        if keys:
-            state.client.unlink(*keys)
+        state.unlink([key for key in keys if key != record])
 
 
 # -- scrapy jobs ------------------------------------------------------------------------
@@ -166,13 +164,17 @@ def live_owners(state: State) -> list[str]:
 
 
 def job_names(client) -> list[str]:
-    """Every job with a key in Redis (one SCAN of the crawlyx namespace)."""
-    names = set()
-    for key in client.scan_iter(match=f"{KEY_PREFIX}:*", count=1000):
-        parts = key.decode(errors="replace").split(":", 2)
-        if len(parts) == 3 and JOB_NAME.fullmatch(parts[1].strip("{}")):
-            names.add(parts[1].strip("{}"))
-    return sorted(names)
+    """Every job with keys in Redis: the index of jobs, kept as their records are made.
+    A job whose keys all expired leaves the index as it is found gone."""
+    names = sorted(name.decode() for name in client.smembers(JOBS))
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.exists(State(client, name).key(RECORD))
+    alive = pipe.execute()
+    gone_jobs = [name for name, exists in zip(names, alive, strict=True) if not exists]
+    if gone_jobs:
+        client.srem(JOBS, *gone_jobs)
+    return [name for name, exists in zip(names, alive, strict=True) if exists]
 
 
 def describe(state: State) -> dict:
@@ -181,12 +183,9 @@ def describe(state: State) -> dict:
     record_key = state.key(RECORD)
     pipe = state.client.pipeline(transaction=False)
     pipe.hgetall(record_key)
-    pipe.llen(table.queue_key)
-    pipe.llen(table.parked_key)
-    pipe.hlen(table.leases_key)
     pipe.ttl(record_key)
-    pipe.ttl(table.visited_key)
-    raw, queued, parked, leased, record_ttl, visited_ttl = pipe.execute()
+    raw, record_ttl = pipe.execute()
+    queued, parked, leased = table.size()
     record = {k.decode(): v.decode(errors="replace") for k, v in raw.items()}
     owners = live_owners(state)
     if owners:
@@ -195,13 +194,13 @@ def describe(state: State) -> dict:
         status = "paused"
     else:
         status = "finished"
-    ttl = record_ttl if raw else visited_ttl
+    ttl = record_ttl
     return {
         "job": state.job,
         "state": status,
         "processes": len(owners),
         "start": record.get("start"),
-        "pages": int(record.get("pages", 0)),
+        "pages": table.pages(),
         "queued": queued + parked,
         "leased": leased,
         "created": record.get("created"),

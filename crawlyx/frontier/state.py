@@ -43,10 +43,43 @@ CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 # Redis unreachable or stalled: the call may be tried again later.
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
 
-# Job keys that carry an expiry of their own, kept by State.expire_all: the heartbeats
-# (owner:{id}, crawlyx.frontier.visited) and robots.txt records and their fetch locks
-# (robots:{origin}, crawlyx.middlewares.robots).
-SELF_EXPIRING = ("owner:", "robots:")
+# Job keys that carry an expiry of their own, kept by State.expire_all: robots.txt
+# records and their fetch locks (robots:{origin}, crawlyx.middlewares.robots).
+SELF_EXPIRING = ("robots:",)
+
+JOBS = f"{KEY_PREFIX}:jobs"  # a set: the name of every job with keys in Redis
+OWNERS = "owners"  # a job's processes: a sorted set, owner -> heartbeat expiry (ms)
+
+# Renews an owner's heartbeat: KEYS: the job's owners. ARGV: owner, TTL (ms). An owner
+# another process took for dead (its score 0, see _DEAD) is not renewed: returns 0.
+_BEAT = """
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) == '0' then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return 1
+"""
+
+# The owners taken for dead: those whose heartbeat expired are marked so (score 0), in
+# the same script, so that none of them renews it after this. KEYS: the job's owners.
+# Returns every owner marked dead.
+_DEAD = """
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, owner in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(0', now)) do
+  redis.call('ZADD', KEYS[1], 0, owner)
+end
+return redis.call('ZRANGEBYSCORE', KEYS[1], 0, 0)
+"""
+
+# The owners whose heartbeat has not expired. KEYS: the job's owners.
+_LIVE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+"""
 
 
 def client_options(settings) -> dict:
@@ -296,6 +329,8 @@ class State:
         # see crawlyx.frontier.jobs.
         self.ttl = 0
         self._core = None
+        self._shards: int | None = None
+        self._scripts = {}
 
     def core(self, stats=None):
         """The crawl core sending this state's batches (crawlyx.frontier.core)."""
@@ -324,10 +359,68 @@ class State:
         embedded = embedded or EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
         return cls(embedded.connect(**client_options(settings)), job, embedded)
 
+    # -- the frontier's shards ---------------------------------------------------------
+
+    @property
+    def shards(self) -> int:
+        """How many shards the job's frontier has: fixed by its first run (see
+        :meth:`fix_shards`), 1 for a job that never ran."""
+        if self._shards is None:
+            self._shards = int(self.client.hget(self.key("job"), "shards") or 1)
+        return self._shards
+
+    def fix_shards(self, wanted: int) -> int:
+        """The job's shards: ``wanted`` for a new job, its own for one that ran before."""
+        record = self.key("job")
+        if self.client.hexists(record, "created") and not self.client.hexists(record, "shards"):
+            wanted = 1  # a job made before its frontier had shards
+        self.client.hsetnx(record, "shards", wanted)
+        self._shards = int(self.client.hget(record, "shards"))
+        return self._shards
+
+    def shard_key(self, shard: int, name: str) -> str:
+        """The key ``name`` of one shard of the frontier, tagged by the job and shard
+        (``crawlyx:{job/17}:visited``): a cluster spreads the shards over its nodes. A
+        frontier of one shard is in the job's own slot."""
+        if self.shards == 1:
+            return self.key(name)
+        return f"{KEY_PREFIX}:{{{self.job}/{shard}}}:{name}"
+
+    # -- the job's processes -------------------------------------------------------------
+
+    def _script(self, source: str):
+        if source not in self._scripts:
+            self._scripts[source] = self.client.register_script(source)
+        return self._scripts[source]
+
+    def beat(self, owner: str, ttl: int) -> bool:
+        """Renew ``owner``'s heartbeat for ``ttl`` seconds; False if it was taken for dead."""
+        return bool(self._script(_BEAT)(keys=[self.key(OWNERS)], args=[owner, ttl * 1000]))
+
+    def owners(self) -> list[str]:
+        """The processes crawling this job: those whose heartbeat has not expired."""
+        return [owner.decode() for owner in self._script(_LIVE)(keys=[self.key(OWNERS)])]
+
+    def dead_owners(self) -> list[str]:
+        """The processes taken for dead (their heartbeat expired, or they retired), whose
+        leases any process may requeue. Once taken for dead, a process stays dead."""
+        return [owner.decode() for owner in self._script(_DEAD)(keys=[self.key(OWNERS)])]
+
+    def retire(self, owners: list[str]) -> None:
+        """Take ``owners`` for dead now (they stopped, or are known gone)."""
+        self.client.zadd(self.key(OWNERS), dict.fromkeys(owners, 0))
+
+    # -- every key of the job ----------------------------------------------------------
+
     def keys(self, batch: int = 1000):
-        """Every key of this job, in lists of up to ``batch`` (SCAN, never KEYS)."""
+        """Every key of this job, in lists of up to ``batch``: on a Redis Cluster those
+        of the job's slots (its own and its shards'), asked of the nodes that serve them;
+        on one server by SCAN (never KEYS) of the job's prefixes."""
+        prefixes = [self.prefix]
+        if self.shards > 1:
+            prefixes += [self.shard_key(n, "") for n in range(self.shards)]
         keys = []
-        for key in self.client.scan_iter(match=self.prefix + "*", count=batch):
+        for key in self._each_key(prefixes, batch):
             keys.append(key)
             if len(keys) >= batch:
                 yield keys
@@ -335,12 +428,40 @@ class State:
         if keys:
             yield keys
 
+    def _each_key(self, prefixes: list[str], batch: int):
+        if not is_cluster(self.client):
+            match = self.prefix + "*" if len(prefixes) == 1 else f"{KEY_PREFIX}:{{{self.job}*"
+            for key in self.client.scan_iter(match=match, count=batch):
+                if key.decode(errors="replace").startswith(tuple(prefixes)):
+                    yield key
+            return
+        for prefix in prefixes:
+            slot = self.client.keyslot(prefix)
+            node = self.client.nodes_manager.get_node_from_slot(slot)
+            count = self.client.execute_command("CLUSTER COUNTKEYSINSLOT", slot, target_nodes=node)
+            if not count:
+                continue
+            found = self.client.execute_command(
+                "CLUSTER GETKEYSINSLOT", slot, count, target_nodes=node
+            )
+            for key in found:
+                if key.decode(errors="replace").startswith(prefix):
+                    yield key
+
     def delete_all(self) -> int:
         """Remove every key of this job; returns how many."""
         removed = 0
         for keys in self.keys():
-            removed += self.client.delete(*keys)
+            removed += sum(self.unlink(keys))
+        self.client.srem(JOBS, self.job)
         return removed
+
+    def unlink(self, keys: list) -> list[int]:
+        """UNLINK each key, pipelined: a cluster takes no multi-key command across slots."""
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.unlink(key)
+        return pipe.execute()
 
     def expire_all(self, seconds: int | None) -> None:
         """Every key of this job expires in ``seconds``, or never (None); those with an
@@ -356,15 +477,6 @@ class State:
                 else:
                     pipe.expire(key, seconds)
             pipe.execute()
-
-    def owners(self) -> list[str]:
-        """The processes crawling this job: those whose heartbeat key (``owner:{id}``, see
-        crawlyx.frontier.visited) has not expired."""
-        start = len(self.key("owner:"))
-        return [
-            key.decode()[start:]
-            for key in self.client.scan_iter(match=self.key("owner:*"), count=1000)
-        ]
 
     def close(self) -> None:
         if self._core is not None:

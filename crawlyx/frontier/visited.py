@@ -49,8 +49,10 @@ import socket
 import time
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass
+from functools import partial
 
-from crawlyx.frontier.core import CrawlCore, retryable
+from crawlyx.frontier.core import CrawlCore, retryable, run_scripts
 from crawlyx.frontier.state import REDIS_DOWN, State, outage
 from crawlyx.process import running
 
@@ -67,45 +69,23 @@ WRITTEN = "+"  # after a done fp: its page's item was written (it counts in ``pa
 # The request.meta key that carries the fingerprint a request holds the lease of.
 LEASE_META = "crawlyx_lease"
 
-# One round trip does all this process has pending: claims and pushes, finished leases,
-# and popping what to fetch next.
-# KEYS: visited, queue, leases, redirects, the job's record.
-# ARGV: owner, pops (how many to pop), hops (the longest redirect loop looked for), dones
-#   (how many fps follow), the done fps (followed by '+' when the page's item was written:
-#   the first time it is done, it counts in the record's pages), then triples: "c" (claim:
-#   none -> queued, pushed only by the winner) or "p" (push: a request outside the table,
-#   or leased -> queued by the lease's owner), fp, message; or "h", fp, target fp + URL: a
-#   hop of a redirect chain (fp, at URL, redirected to target fp) whose last target is the
-#   claim just before. Claims and pushes go on the queue in order, before anything is
-#   popped. A chain's hops are recorded only if that claim was lost (the chain ended on a
-#   page already known); a hop that closes a loop of recorded hops returns the loop's URLs
-#   and keeps its page's lease, which is not released even if it is among the done fps. A
-#   done fp another process holds the lease of now is left alone.
-# Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped
-#   messages, loops (the URLs of each, from the page of the hop that closed it)}.
+# One round trip does all this process has pending in a shard: claims and pushes,
+# finished leases, and popping what to fetch next.
+# KEYS: the shard's visited, queue, leases, and its count of the job's pages (the job's
+#   record itself when the frontier is one shard).
+# ARGV: owner, pops (how many to pop), dones (how many fps follow), the done fps (followed
+#   by '+' when the page's item was written: the first time it is done, it counts in the
+#   pages), then triples: "c" (claim: none -> queued, pushed only by the winner) or "p"
+#   (push: a request outside the table, or leased -> queued by the lease's owner), fp,
+#   message. Claims and pushes go on the queue in order, before anything is popped. A done
+#   fp another process holds the lease of now is left alone.
+# Returns {claims won (1/0 per claim), leases released (1/0 per done fp), popped messages}.
 _SYNC = """
-local won, released, popped, loops, kept = {}, {}, {}, {}, {}
-local hops, dones, lost = tonumber(ARGV[3]), tonumber(ARGV[4]), false
+local won, released, popped = {}, {}, {}
+local dones = tonumber(ARGV[3])
 local mine = ARGV[1] .. '|'
-for i = 5 + dones, #ARGV, 3 do
-  if ARGV[i] == 'h' then
-    local fp, m = ARGV[i + 1], ARGV[i + 2]
-    if lost then
-      redis.call('HSET', KEYS[4], fp, m)
-      local loop, at = {string.sub(m, 41)}, string.sub(m, 1, 40)
-      for _ = 1, hops do
-        if at == fp then
-          loops[#loops + 1] = loop
-          kept[fp] = true
-          break
-        end
-        local hop = redis.call('HGET', KEYS[4], at)
-        if not hop then break end
-        loop[#loop + 1] = string.sub(hop, 41)
-        at = string.sub(hop, 1, 40)
-      end
-    end
-  elseif ARGV[i] == 'p' then
+for i = 4 + dones, #ARGV, 3 do
+  if ARGV[i] == 'p' then
     local fp = ARGV[i + 1]
     if fp == string.rep('-', 40) then
       redis.call('LPUSH', KEYS[2], ARGV[i + 2])
@@ -121,17 +101,17 @@ for i = 5 + dones, #ARGV, 3 do
     end
   elseif redis.call('HSETNX', KEYS[1], ARGV[i + 1], 'q') == 1 then
     redis.call('LPUSH', KEYS[2], ARGV[i + 2])
-    won[#won + 1], lost = 1, false
+    won[#won + 1] = 1
   else
-    won[#won + 1], lost = 0, true
+    won[#won + 1] = 0
   end
 end
 local written = 0
-for i = 5, 4 + dones do
+for i = 4, 3 + dones do
   local fp = string.sub(ARGV[i], 1, 40)
   local lease = redis.call('HGET', KEYS[3], fp)
-  if kept[fp] or (lease and string.sub(lease, 1, #mine) ~= mine) then
-    -- kept for its loop, or another process's now: this one was taken for dead
+  if lease and string.sub(lease, 1, #mine) ~= mine then
+    -- another process's now: this one was taken for dead
     released[#released + 1] = 0
   else
     if #ARGV[i] > 40 and redis.call('HGET', KEYS[1], fp) ~= 'd' then
@@ -142,7 +122,7 @@ for i = 5, 4 + dones do
   end
 end
 if written > 0 then
-  redis.call('HINCRBY', KEYS[5], 'pages', written)
+  redis.call('HINCRBY', KEYS[4], 'pages', written)
 end
 local pops = tonumber(ARGV[2])
 while #popped < pops do
@@ -157,19 +137,46 @@ while #popped < pops do
     popped[#popped + 1] = m
   end
 end
-return {won, released, popped, loops}
+return {won, released, popped}
 """
 
-# KEYS: visited, queue, leases. ARGV: owner-key prefix. Moves every lease whose
-# owner's heartbeat has expired back onto the queue; returns how many.
+# The hops of a redirect chain that ended on a page already known, recorded; a hop that
+# closes a loop of recorded hops (from any process) finds it, atomically, so exactly one
+# process does. KEYS: redirects. ARGV: the longest loop looked for, then pairs: fp, target
+# fp + URL (the hop from fp, at URL, to target). Returns {loops (the URLs of each, from
+# the page of the hop that closed it), the fps of the hops that closed them}.
+_HOPS = """
+local loops, closers, hops = {}, {}, tonumber(ARGV[1])
+for i = 2, #ARGV, 2 do
+  local fp, m = ARGV[i], ARGV[i + 1]
+  redis.call('HSET', KEYS[1], fp, m)
+  local loop, at = {string.sub(m, 41)}, string.sub(m, 1, 40)
+  for _ = 1, hops do
+    if at == fp then
+      loops[#loops + 1] = loop
+      closers[#closers + 1] = fp
+      break
+    end
+    local hop = redis.call('HGET', KEYS[1], at)
+    if not hop then break end
+    loop[#loop + 1] = string.sub(hop, 41)
+    at = string.sub(hop, 1, 40)
+  end
+end
+return {loops, closers}
+"""
+
+# KEYS: a shard's visited, queue, leases. ARGV: the owners known dead. Moves every lease
+# of theirs back onto the queue; returns how many.
 _REQUEUE_DEAD = """
+local dead = {}
+for i = 1, #ARGV do dead[ARGV[i]] = true end
 local n = 0
 local entries = redis.call('HGETALL', KEYS[3])
 for i = 1, #entries, 2 do
   local fp, value = entries[i], entries[i + 1]
   local bar = string.find(value, '|', 1, true)
-  local owner = string.sub(value, 1, bar - 1)
-  if redis.call('EXISTS', ARGV[1] .. owner) == 0 then
+  if dead[string.sub(value, 1, bar - 1)] then
     redis.call('HDEL', KEYS[3], fp)
     redis.call('HSET', KEYS[1], fp, 'q')
     redis.call('RPUSH', KEYS[2], fp .. string.sub(value, bar + 1))
@@ -179,9 +186,9 @@ end
 return n
 """
 
-# KEYS: visited, queue (or parked), leases. ARGV: fp, owner. Hands one lease of the
-# owner's back: its request goes to the front of the queue (or is parked, still queued,
-# for the next run).
+# KEYS: a shard's visited, queue (or parked), leases. ARGV: fp, owner. Hands one lease of
+# the owner's back: its request goes to the front of the queue (or is parked, still
+# queued, for the next run).
 _UNLEASE = """
 local value = redis.call('HGET', KEYS[3], ARGV[1])
 local bar = value and string.find(value, '|', 1, true)
@@ -192,9 +199,9 @@ redis.call('RPUSH', KEYS[2], ARGV[1] .. string.sub(value, bar + 1))
 return 1
 """
 
-# KEYS: visited, leases, the job's record. ARGV: fps of pages whose items are in the
-# output already. Those still queued or leased are done (a queue entry left behind is
-# dropped when popped), and count in the record's pages; returns how many.
+# KEYS: a shard's visited, leases, its count of the job's pages. ARGV: fps of pages whose
+# items are in the output already. Those still queued or leased are done (a queue entry
+# left behind is dropped when popped), and count in the pages; returns how many.
 _WRITTEN = """
 local n = 0
 for i = 1, #ARGV do
@@ -211,12 +218,34 @@ end
 return n
 """
 
-# KEYS: parked, queue. Puts every parked request back on the queue; returns how many.
+# KEYS: a shard's parked, queue. Puts every parked request back on the queue; returns
+# how many.
 _UNPARK = """
 local n = 0
 while redis.call('RPOPLPUSH', KEYS[1], KEYS[2]) do n = n + 1 end
 return n
 """
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The keys of one shard of a job's frontier."""
+
+    n: int
+    visited: str
+    queue: str
+    leases: str
+    parked: str
+    pages: str  # the hash counting, in its ``pages``, the job's pages done in this shard
+
+    @classmethod
+    def of(cls, state: State, shard: int) -> Shard:
+        key = partial(state.shard_key, shard)
+        return cls(shard, key("visited"), key("queue"), key("leases"), key("parked"), key(RECORD))
+
+    @property
+    def sync_keys(self) -> list[str]:
+        return [self.visited, self.queue, self.leases, self.pages]
 
 
 class VisitedTable:
@@ -235,6 +264,8 @@ class VisitedTable:
     # Claims, pushes and hops per script call. A page of many thousands of links would
     # otherwise be one long call that holds Redis up for every process of the crawl.
     CHUNK = 2000
+    # Pops a batch asks of one shard: a batch's pops go to the next few shards in turn.
+    POPS_PER_SHARD = 4
 
     def __init__(
         self,
@@ -251,18 +282,20 @@ class VisitedTable:
         self.stats = stats
         self.redis = state.client
         self.owner = owner or f"{_home()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.visited_key = state.key("visited")
-        self.queue_key = state.key("queue")
-        self.leases_key = state.key("leases")
-        self.parked_key = state.key("parked")
+        self.shards = [Shard.of(state, n) for n in range(state.shards)]
+        self._mask = len(self.shards) - 1
+        self._turn = 0  # the shard the next batch's pops start at
+        self._empty = 0  # shards in turn found empty since a pop last found anything
         self.redirects_key = state.key("redirects")
-        self.record_key = state.key(RECORD)
         self.loop_hops = loop_hops  # the longest redirect loop across fetches looked for
-        self.owner_prefix = state.key("owner:")
         self._sync = self.redis.register_script(_SYNC)
+        self._hops = self.redis.register_script(_HOPS)
         # Claims and pushes not sent yet: the next round trip carries them.
         self._pending: list[bytes] = []  # (b"c" claim or b"p" push, fp, message) flat
         self._dones: list[str] = []  # leases finished, not sent yet
+        # Leases finished whose claims went with the last batch: sent with the next (with
+        # more than one shard, see take).
+        self._ready: list[str] = []
         self._want = 0  # requests to pop with the next batch
         # Called on the reactor thread with what a batch popped (an empty list when it
         # failed): set by the scheduler.
@@ -278,7 +311,12 @@ class VisitedTable:
         self._unlease = self.redis.register_script(_UNLEASE)
         self._unpark = self.redis.register_script(_UNPARK)
         self._written = self.redis.register_script(_WRITTEN)
+        self._loaded: set = set()  # scripts loaded for direct calls (run_scripts)
         self._offered: OrderedDict[str, None] = OrderedDict()
+
+    def shard(self, fp: str | bytes) -> Shard:
+        """The shard of a fingerprint: its first 32 bits, masked."""
+        return self.shards[int(fp[:8], 16) & self._mask]
 
     # -- claiming ---------------------------------------------------------------
 
@@ -320,74 +358,110 @@ class VisitedTable:
 
     def redirect(self, lease: str, fp: str, payload: bytes, hops) -> tuple[bool, list]:
         """The page leased as ``lease`` redirected to ``fp``: claim the target, then release
-        the lease, in one round trip. ``hops``: the chain's (fp, URL, target fp), in order,
-        the last from ``lease`` to ``fp``; recorded if the target was known already.
-        Returns (the claim won, the loops the hops closed: each a list of URLs). A page
-        that closed a loop keeps its lease, to be released once the loop is recorded.
-        With Redis unreachable, all is sent with the next round trip (False, [] now):
-        the lease, no longer held, is then given back and its loop found again."""
+        the lease. ``hops``: the chain's (fp, URL, target fp), in order, the last from
+        ``lease`` to ``fp``; recorded if the target was known already. Returns (the claim
+        won, the loops the hops closed: each a list of URLs). A page that closed a loop
+        keeps its lease, to be released once the loop is recorded. With Redis
+        unreachable, what is left is sent with the next round trip (False, [] now): the
+        lease, no longer held, is then given back and its loop found again."""
         self.remember(fp)
-        self._pending += _claim(fp, payload)  # sent below, with the hops
-        for source, url, target in hops:
-            self._pending += (b"h", source.encode(), target.encode() + url.encode())
+        self._pending += _claim(fp, payload)
         self.held.discard(lease)
         try:
-            won, _, _, loops = self.sync(done=(lease,))
+            won = self.sync()[0][-1]
+            loops, closers = [], []
+            if hops and not won:
+                args = [self.loop_hops]
+                for source, url, target in hops:
+                    args += (source, target + url)
+                loops, closers = self._hops(keys=[self.redirects_key], args=args)
+            if lease.encode() not in closers:
+                self.sync(done=(lease,))
         except REDIS_DOWN as exc:
             outage(self.stats, "following a redirect", exc)
             return False, []
-        return bool(won[-1]), [[url.decode() for url in loop] for loop in loops]
+        return bool(won), [[url.decode() for url in loop] for loop in loops]
 
-    def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list, list]:
+    def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list]:
         """One round trip now, after the core's batch in flight: send what is pending,
         mark ``done`` fingerprints done and pop up to ``pop`` requests. Returns (claims
-        won, leases released, popped messages, redirect loops closed). A long backlog of
-        claims goes first, in calls of its own (:meth:`_chunk`)."""
+        won, leases released, popped messages). A long backlog of claims goes first, in
+        calls of its own (:meth:`_chunk`)."""
         self._quiet()
+        self._dones[:0], self._ready = self._ready, []
         self._dones += done
         while True:
             last = len(self._pending) <= 3 * self.CHUNK
             pending, dones = self._chunk()
             if not (pending or dones or pop):
-                return [], [], [], []
-            args = [self.owner, pop if last else 0, self.loop_hops, len(dones), *dones, *pending]
+                return [], [], []
             try:
-                won, released, popped, loops = self._sync(keys=self._keys, args=args)
+                won, released, popped = self._send(pending, dones, pop if last else 0)
             except REDIS_DOWN:  # kept, in order, for the next round trip
                 self._pending, self._dones = pending + self._pending, dones + self._dones
                 raise
-            self._count(pending, won)
+            self._count(len(won), sum(won))
             if last:
-                return won, released[len(dones) - len(done) :], popped, loops
+                return won, released[len(dones) - len(done) :], popped
+
+    def _send(self, pending: list[bytes], dones: list[str], pops: int):
+        """:meth:`sync`'s script calls, one per shard, pipelined. Across shards a
+        page's release goes only once the claims before it are answered: shards on other
+        nodes of a cluster are not written in order."""
+        if len(self.shards) > 1 and pending and dones:
+            won, _, popped = self._send(pending, [], pops)
+            return won, self._send([], dones, 0)[1], popped
+        calls = self._calls(pending, dones, pops)
+        results = run_scripts(self.redis, [c.script for c in calls], self._loaded)
+        return _merge(calls, results, pending[::3].count(b"c"), len(dones))
+
+    def _calls(self, pending: list[bytes], dones: list[str], pops: int) -> list[_Call]:
+        """The per-shard script calls that send ``pending`` claims and pushes, mark
+        ``dones`` done and pop up to ``pops`` requests from the next shards in turn."""
+        calls: dict[int, _Call] = {}
+
+        def call(shard: Shard) -> _Call:
+            if shard.n not in calls:
+                calls[shard.n] = _Call(shard)
+            return calls[shard.n]
+
+        claims = 0
+        for i in range(0, len(pending), 3):
+            fp = pending[i + 1]
+            c = call(self.shards[0] if fp == NO_FP else self.shard(fp))
+            c.triples += pending[i : i + 3]
+            if pending[i] == b"c":
+                c.claims.append(claims)
+                claims += 1
+        for i, fp in enumerate(dones):
+            c = call(self.shard(fp))
+            c.dones.append(fp)
+            c.released.append(i)
+        if pops:
+            n = len(self.shards)
+            ask = min(n, -(-pops // self.POPS_PER_SHARD))
+            for k in range(ask):
+                call(self.shards[(self._turn + k) % n]).pops = -(-pops // ask)
+            self._turn = (self._turn + ask) % n
+        for c in calls.values():
+            c.script = (self._sync, c.shard.sync_keys, c.args(self.owner))
+        return list(calls.values())
 
     def _chunk(self) -> tuple[list[bytes], list[str]]:
-        """What one script call sends, taken off what is pending: the claims, pushes and
-        hops, up to :attr:`CHUNK` (a claim and the hops after it go together), and the
-        finished leases only with the last of the claims before them."""
+        """What one round trip sends, taken off what is pending: the claims and pushes,
+        up to :attr:`CHUNK`, and the finished leases only with the last of the claims
+        before them."""
         pending, end = self._pending, 3 * self.CHUNK
         if len(pending) <= end:
             dones, self._pending, self._dones = self._dones, [], []
             return pending, dones
-        while end < len(pending) and pending[end] == b"h":
-            end += 3
         self._pending = pending[end:]
         return pending[:end], []
 
-    @property
-    def _keys(self) -> list[str]:
-        return [
-            self.visited_key,
-            self.queue_key,
-            self.leases_key,
-            self.redirects_key,
-            self.record_key,
-        ]
-
-    def _count(self, pending: list[bytes], won: list[int]) -> None:
-        claims = pending[::3].count(b"c")
+    def _count(self, claims: int, won: int) -> None:
         if claims and self.stats is not None:
-            self.stats.inc_value("crawlyx/frontier/enqueued", sum(won))
-            self.stats.inc_value("crawlyx/frontier/duplicates", claims - sum(won))
+            self.stats.inc_value("crawlyx/frontier/enqueued", won)
+            self.stats.inc_value("crawlyx/frontier/duplicates", claims - won)
 
     # -- the crawl core's party (crawlyx.frontier.core) ---------------------------
 
@@ -416,33 +490,54 @@ class VisitedTable:
     @property
     def pending(self) -> bool:
         """Work not sent yet."""
-        return bool(self._pending or self._dones or self._want)
+        return bool(self._pending or self._dones or self._ready or self._want)
 
     def take(self):
         pops = self._want
-        if not (self._pending or self._dones or pops):
+        if not (self._pending or self._dones or self._ready or pops):
             return None
         pending, dones = self._chunk()
+        if len(self.shards) > 1 and b"c" in pending[::3]:
+            # Released with the next batch, once these claims are answered (see _send);
+            # those held back by the last batch go now.
+            dones, self._ready = self._ready, dones
+        else:
+            dones, self._ready = self._ready + dones, []
         self._want = 0
-        args = [self.owner, pops, self.loop_hops, len(dones), *dones, *pending]
-        keys = self._keys
+        calls = self._calls(pending, dones, pops)
 
         def commands(pipe) -> int:
-            self.core.script(pipe, self._sync, keys, args)
-            return 1
+            for c in calls:
+                self.core.script(pipe, *c.script)
+            return len(calls)
 
         def handle(results) -> None:
-            result = results if isinstance(results, Exception) else results[0]
-            if isinstance(result, Exception):
-                popped = []
-                if retryable(result):  # kept, in order, for the next round trip
-                    self._pending, self._dones = pending + self._pending, dones + self._dones
+            if isinstance(results, Exception):
+                results = [results] * len(calls)
+            popped, won, claims, failed = [], 0, 0, None
+            for c, result in zip(calls, results, strict=True):
+                if isinstance(result, Exception):
+                    failed = result
+                if not isinstance(result, Exception):
+                    won += sum(result[0])
+                    claims += len(c.claims)
+                    popped += result[2]
+                elif retryable(result):  # kept, in order, for the next round trip
+                    self._pending[:0], self._dones[:0] = c.triples, c.dones
+                    # Releases held back for claims of this batch wait for them again.
+                    self._dones[:0], self._ready = self._ready, []
                 else:  # a fault, not an outage: sending it again would fail again
                     logger.error("The visited table's batch failed: %s", result)
-            else:
-                won, _, popped, _ = result
-                self._count(pending, won)
-            if pops and self.on_popped is not None:
+            self._count(claims, won)
+            if not pops:
+                return
+            # Nothing in the shards asked: the next ones are asked at once, until every
+            # shard was found empty in turn; only then is the queue empty.
+            self._empty = 0 if popped else self._empty + len({c.shard.n for c in calls if c.pops})
+            if not popped and self._empty < len(self.shards) and failed is None:
+                self.want(pops)
+            elif self.on_popped is not None:
+                self._empty = 0
                 self.on_popped(self._popped(popped))
 
         return commands, handle
@@ -452,7 +547,7 @@ class VisitedTable:
         redirected to). True if no one had claimed it: the caller has it."""
         self.remember(fp)
         self.sync()
-        return bool(self.redis.hsetnx(self.visited_key, fp, DONE))
+        return bool(self.redis.hsetnx(self.shard(fp).visited, fp, DONE))
 
     def pop(self) -> tuple[str | None, bytes] | None:
         """The next request to fetch, leased to this process: (fp or None, payload)."""
@@ -460,8 +555,15 @@ class VisitedTable:
         return popped[0] if popped else None
 
     def pop_many(self, n: int) -> list[tuple[str | None, bytes]]:
-        """Up to ``n`` requests to fetch, in queue order, leased to this process."""
-        return self._popped(self.sync(pop=n)[2])
+        """Up to ``n`` requests to fetch, leased to this process, from the next shards in
+        turn, in each shard's queue order; the shards are tried until ``n`` are found or
+        every one was found empty."""
+        popped, tried = [], 0
+        while len(popped) < n and tried < len(self.shards):
+            turn = self._turn
+            popped += self.sync(pop=n - len(popped))[2]
+            tried += (self._turn - turn) % len(self.shards) or len(self.shards)
+        return self._popped(popped)
 
     def _popped(self, messages: list[bytes]) -> list[tuple[str | None, bytes]]:
         popped = []
@@ -508,7 +610,7 @@ class VisitedTable:
             self.held.discard(fp)  # if Redis is unreachable, given back once idle
             self._quiet()
             try:
-                self._hand_back(fp, self.queue_key)
+                self._hand_back(fp)
             except REDIS_DOWN as exc:
                 outage(self.stats, "giving a lease back", exc)
 
@@ -518,18 +620,24 @@ class VisitedTable:
         fp = request.meta.pop(LEASE_META, None)
         if fp is not None:
             self._quiet()
-            self._hand_back(fp, self.parked_key)
+            self._hand_back(fp, parked=True)
 
-    def _hand_back(self, fp: str, to: str, client=None):
-        """This process's lease of ``fp`` back onto the list ``to`` (the queue's front, or
-        parked); a lease it no longer holds stays as it is."""
-        keys = [self.visited_key, to, self.leases_key]
+    def _hand_back(self, fp: str, parked: bool = False, client=None):
+        """This process's lease of ``fp`` back onto its shard's queue (the front), or
+        parked; a lease it no longer holds stays as it is."""
+        shard = self.shard(fp)
+        keys = [shard.visited, shard.parked if parked else shard.queue, shard.leases]
         return self._unlease(keys=keys, args=[fp, self.owner], client=client)
 
     def _quiet(self) -> None:
         """Before a direct call: the core's batch in flight is answered first."""
         if self.core is not None:
             self.core.wait()
+
+    def _each_shard(self, script, keys, args=()) -> list:
+        """``script`` run on every shard (``keys(shard)``), pipelined; the answers."""
+        calls = [(script, keys(shard), list(args)) for shard in self.shards]
+        return run_scripts(self.redis, calls, self._loaded)
 
     def written(self, fps: list[str]) -> int:
         """Pages whose items the output holds already are done, if they were not: a
@@ -538,12 +646,18 @@ class VisitedTable:
         if not fps:
             return 0
         self._quiet()
-        keys = [self.visited_key, self.leases_key, self.record_key]
-        return int(self._written(keys=keys, args=fps))
+        by_shard: dict[Shard, list[str]] = {}
+        for fp in fps:
+            by_shard.setdefault(self.shard(fp), []).append(fp)
+        calls = [
+            (self._written, [shard.visited, shard.leases, shard.pages], group)
+            for shard, group in by_shard.items()
+        ]
+        return sum(run_scripts(self.redis, calls, self._loaded))
 
     def unpark(self) -> int:
         """Put the requests earlier runs parked back on the queue; returns how many."""
-        return int(self._unpark(keys=[self.parked_key, self.queue_key]))
+        return sum(self._each_shard(self._unpark, lambda s: [s.parked, s.queue]))
 
     def give_back(self, popped: list[tuple[str | None, bytes]]) -> None:
         """Put popped, unstarted requests back at the front of the queue, in order."""
@@ -552,46 +666,41 @@ class VisitedTable:
         for fp, payload in reversed(popped):
             self.held.discard(fp)
             if fp is None:
-                pipe.rpush(self.queue_key, NO_FP + payload)
+                pipe.rpush(self.shards[0].queue, NO_FP + payload)
             else:
-                self._hand_back(fp, self.queue_key, pipe)
+                self._hand_back(fp, client=pipe)
         pipe.execute()
 
     # -- liveness and termination -----------------------------------------------
 
     def heartbeat(self) -> None:
-        """Renew this process's owner key. After a stall long enough for it to expire,
-        the leases the process holds are checked in the same round trip, after the
-        renewal (so none can be taken after the check): those other processes took
-        back meanwhile are lost, their pages another's to fetch and emit."""
+        """Renew this process's heartbeat. A process another took for dead (a stall past
+        the heartbeat: see :meth:`State.dead_owners`) is told so by the renewal, and
+        renews no more: every lease it holds is lost (other processes take them back,
+        and fetch and emit their pages), and it goes on under a new name."""
         now = time.monotonic()
         stalled = now - self._beat_at
-        held = list(self.held) if stalled > self.STALL else []
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.set(self.owner_prefix + self.owner, 1, ex=self.HEARTBEAT_TTL)
-        if held:
-            pipe.hmget(self.leases_key, held)
-        answers = pipe.execute()
+        alive = self.state.beat(self.owner, self.HEARTBEAT_TTL)
         self._beat_at = now
-        if not held:
+        if alive:
             return
-        mine = self.owner.encode() + b"|"
-        leases = zip(held, answers[1], strict=True)
-        lost = [fp for fp, lease in leases if not (lease or b"").startswith(mine)]
+        lost = list(self.held)
         self.lost.update(lost)
-        self.held.difference_update(lost)
+        self.held.clear()
+        self.owner = f"{_home()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.state.beat(self.owner, self.HEARTBEAT_TTL)
         if self.stats is not None:
             self.stats.inc_value("crawlyx/lease/lost", len(lost))
         logger.warning(
-            "This process stalled for %.0f s (past the %d s heartbeat): %d of its %d leases"
-            " were taken over by other processes, which emit their pages",
-            stalled, self.HEARTBEAT_TTL, len(lost), len(held),
+            "This process stalled for %.0f s (past the %d s heartbeat) and was taken for "
+            "dead: its %d leases are other processes' now, which emit their pages",
+            stalled, self.HEARTBEAT_TTL, len(lost),
         )  # fmt: skip
 
     def still_mine(self, fp: str) -> bool:
         """Whether this process still holds the lease of ``fp``, so may emit its page. No
         round trip while its heartbeat is fresh: no other process can have taken a lease
-        before the owner key expires. Past that, the heartbeat is renewed first (see
+        before the heartbeat expires. Past that, the heartbeat is renewed first (see
         :meth:`heartbeat`). With Redis unreachable, what is known."""
         if time.monotonic() - self._beat_at > self.STALL:
             try:
@@ -602,45 +711,108 @@ class VisitedTable:
 
     def retire(self) -> None:
         """This process stops: its leases become requeueable at once."""
-        self.redis.delete(self.owner_prefix + self.owner)
+        self.state.retire([self.owner])
 
     def retire_gone_neighbours(self) -> int:
         """Retire the owners whose process ran where this one runs (same host, same PID
         namespace) and is gone, killed outright: their leases need not wait out the
         heartbeat TTL. A PID in use again counts as alive, which only means waiting."""
         home = _home()
-        dead = [self.owner_prefix + owner for owner in self.state.owners() if gone(owner, home)]
+        dead = [owner for owner in self.state.owners() if gone(owner, home)]
         if dead:
-            self.redis.delete(*dead)
+            self.state.retire(dead)
         return len(dead)
 
     def requeue_dead(self) -> int:
+        """The leases of processes taken for dead back on the queue; how many."""
         self.sync()
-        return int(
-            self._requeue_dead(
-                keys=[self.visited_key, self.queue_key, self.leases_key],
-                args=[self.owner_prefix],
-            )
-        )
+        dead = self.state.dead_owners()
+        if not dead:
+            return 0
+        keys = lambda s: [s.visited, s.queue, s.leases]  # noqa: E731
+        return sum(self._each_shard(self._requeue_dead, keys, dead))
 
     def own_leases(self) -> list[str]:
         self._quiet()
         mine = self.owner.encode() + b"|"
         return [
             fp.decode()
-            for fp, value in self.redis.hscan_iter(self.leases_key)
+            for shard in self.shards
+            for fp, value in self.redis.hscan_iter(shard.leases)
             if value.startswith(mine)
         ]
 
+    def size(self) -> tuple[int, int, int]:
+        """(queued, parked, leased) over every shard, in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        for shard in self.shards:
+            pipe.llen(shard.queue).llen(shard.parked).hlen(shard.leases)
+        answers = pipe.execute()
+        return tuple(sum(answers[i::3]) for i in range(3))
+
     def queued(self) -> int:
         self.sync()
-        return int(self.redis.llen(self.queue_key))
+        return self.size()[0]
 
     def leased(self) -> int:
-        return int(self.redis.hlen(self.leases_key))
+        return self.size()[2]
+
+    def pages(self) -> int:
+        """The job's pages written, counted over the shards."""
+        pipe = self.redis.pipeline(transaction=False)
+        for shard in self.shards:
+            pipe.hget(shard.pages, "pages")
+        return sum(int(n or 0) for n in pipe.execute())
 
     def state_of(self, fp: str) -> bytes | None:
-        return self.redis.hget(self.visited_key, fp)
+        return self.redis.hget(self.shard(fp).visited, fp)
+
+
+class _Call:
+    """One shard's part of a round trip: its script call, and where its answers go."""
+
+    __slots__ = ("shard", "triples", "claims", "dones", "released", "pops", "script")
+
+    def __init__(self, shard: Shard):
+        self.shard = shard
+        self.triples: list[bytes] = []
+        self.claims: list[int] = []  # the round trip's claims (their order) it carries
+        self.dones: list[str] = []
+        self.released: list[int] = []  # the round trip's dones it carries
+        self.pops = 0
+        self.script = None
+
+    def args(self, owner: str) -> list:
+        return [owner, self.pops, len(self.dones), *self.dones, *self.triples]
+
+
+def _merge(calls: list[_Call], results: list, claims: int, dones: int):
+    """The shards' answers as one round trip's: (claims won and leases released, each
+    in the order sent, and what was popped)."""
+    won, released, popped = [0] * claims, [0] * dones, []
+    for call, (w, r, p) in zip(calls, results, strict=True):
+        for at, value in zip(call.claims, w, strict=True):
+            won[at] = value
+        for at, value in zip(call.released, r, strict=True):
+            released[at] = value
+        popped += p
+    return won, released, popped
+
+
+CLUSTER_SHARDS = 64  # a job's frontier shards on a Redis Cluster, unless set
+MAX_SHARDS = 1024
+
+
+def frontier_shards(settings, cluster: bool) -> int:
+    """CRAWLYX_FRONTIER_SHARDS for a new job (0: 64 on a cluster, 1 on one server);
+    ValueError unless 0 or a power of two up to 1024."""
+    value = settings.getint("CRAWLYX_FRONTIER_SHARDS")
+    if value < 0 or value > MAX_SHARDS or value & (value - 1):
+        raise ValueError(
+            f"CRAWLYX_FRONTIER_SHARDS ({value}) must be a power of two up to {MAX_SHARDS}, "
+            "or 0 (64 on a Redis Cluster, 1 on one server)"
+        )
+    return value or (CLUSTER_SHARDS if cluster else 1)
 
 
 def _claim(fp: str, payload: bytes) -> tuple[bytes, bytes, bytes]:

@@ -16,8 +16,8 @@ the processes that want the host, and never more than the others leave free: wha
 the interleaving, the processes together never start more requests than the window
 (requests sent before a decrease finish, as in one process). A process with nothing for
 the host gives its share back; one that stops gives it back as it closes; one that
-dies stops counting once its owner key (the frontier's heartbeat, see
-:mod:`crawlyx.frontier.visited`) expires. So a single process asks Redis a few times a
+dies stops counting once its heartbeat (in the job's owners, see
+:mod:`crawlyx.frontier.state`) expires. So a single process asks Redis a few times a
 second per host rather than twice per request (a round trip each way on the fetch
 path, for every page of a crawl that runs alone).
 
@@ -39,35 +39,38 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from crawlyx.frontier.state import OWNERS
+
 SYNC_INTERVAL = 0.25  # seconds between a process's reports on a host it is fetching from
 
-# KEYS: the host's hash. ARGV: [1] owner, [2] owner-key prefix, [3] a new host's window,
-# [4] minimum, [5] maximum, [6] clean fetches per increase, [7] the generation the
-# report is about, [8] clean fetches, [9] trouble (1/0), [10] a pause to start (ms),
-# [11] requests through this process's gate, [12] waiting at it, [13] start one now
-# (1/0, Crawl-delay), [14] the Crawl-delay (ms).
+# KEYS: the host's hash, the job's owners (crawlyx.frontier.state: owner -> heartbeat
+# expiry). ARGV: [1] owner, [2] a new host's window, [3] minimum, [4] maximum, [5] clean
+# fetches per increase, [6] the generation the report is about, [7] clean fetches,
+# [8] trouble (1/0), [9] a pause to start (ms), [10] requests through this process's
+# gate, [11] waiting at it, [12] start one now (1/0, Crawl-delay), [13] the Crawl-delay
+# (ms).
 # Returns {window, gen, window before a decrease, increases, decreased (1/0), this
 # process's share, ms left of the pause, ms before a start may be asked again, started}.
 _SYNC = """
 if redis.replicate_commands then redis.replicate_commands() end
-local key, owner, prefix = KEYS[1], ARGV[1], ARGV[2]
+local key, owner = KEYS[1], ARGV[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local minimum, maximum, grow_after = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local minimum, maximum, grow_after = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local s = redis.call('HMGET', key, 'window', 'gen', 'clean', 'paused', 'next')
-local window = math.min(math.max(tonumber(s[1] or ARGV[3]), minimum), maximum)
+local window = math.min(math.max(tonumber(s[1] or ARGV[2]), minimum), maximum)
 local gen, clean = tonumber(s[2] or 0), tonumber(s[3] or 0)
 local paused, nxt = tonumber(s[4] or 0), tonumber(s[5] or 0)
 local before, grew, shrank = window, 0, 0
-if tonumber(ARGV[7]) == gen then
-  clean = clean + tonumber(ARGV[8])
+if tonumber(ARGV[6]) == gen then
+  clean = clean + tonumber(ARGV[7])
   while clean >= grow_after and window < maximum do
     clean = clean - grow_after
     window = window + 1
     grew = grew + 1
   end
   if window >= maximum then clean = 0 end
-  if ARGV[9] == '1' then
+  if ARGV[8] == '1' then
     before = window
     window = math.max(minimum, math.floor(window / 2))
     if window ~= before then shrank = 1 end
@@ -80,7 +83,8 @@ local fields = redis.call('HGETALL', key)
 for i = 1, #fields, 2 do
   local f = fields[i]
   if string.sub(f, 1, 2) == 'o:' and f ~= mine then
-    if redis.call('EXISTS', prefix .. string.sub(f, 3)) == 1 then
+    local beat = redis.call('ZSCORE', KEYS[2], string.sub(f, 3))
+    if beat and tonumber(beat) > now then
       others, wanting = others + tonumber(fields[i + 1]), wanting + 1
     else
       redis.call('HDEL', key, f)
@@ -88,17 +92,17 @@ for i = 1, #fields, 2 do
   end
 end
 -- A process wants the host while it has requests through or waiting, or asks a start.
-local through, waiting = tonumber(ARGV[11]), tonumber(ARGV[12]) + tonumber(ARGV[13])
+local through, waiting = tonumber(ARGV[10]), tonumber(ARGV[11]) + tonumber(ARGV[12])
 local share = 0
 if through + waiting > 0 then
   share = math.max(0, math.min(math.ceil(window / wanting), window - others))
 end
-if tonumber(ARGV[10]) > 0 then paused = math.max(paused, now + tonumber(ARGV[10])) end
+if tonumber(ARGV[9]) > 0 then paused = math.max(paused, now + tonumber(ARGV[9])) end
 local wait, started = math.max(0, paused - now), 0
-if ARGV[13] == '1' then
+if ARGV[12] == '1' then
   wait = math.max(wait, nxt - now)
   if wait == 0 and through < share then
-    through, started, nxt = through + 1, 1, now + tonumber(ARGV[14])
+    through, started, nxt = through + 1, 1, now + tonumber(ARGV[13])
   end
 end
 if through + waiting > 0 then
@@ -157,11 +161,11 @@ class Report:
 class SharedBudget:
     """The job's per-host budgets, for one process (``owner``)."""
 
-    def __init__(self, state, owner: str, owner_prefix: str, settings):
+    def __init__(self, state, owner, settings):
         self.redis = state.client
         self.prefix = state.key("host:")
-        self.owner = owner
-        self.owner_prefix = owner_prefix
+        self.owners_key = state.key(OWNERS)
+        self.owner = owner  # the process's name now: a process taken for dead takes another
         self.minimum = settings.getint("CRAWLYX_WINDOW_MIN")
         self.start = settings.getint("CRAWLYX_WINDOW_START")
         self.grow_after = max(1, settings.getint("CRAWLYX_WINDOW_GROW_AFTER"))
@@ -172,10 +176,9 @@ class SharedBudget:
         counted as waiting; ``start``: and a Crawl-delay start for it). Raises one of
         ``REDIS_DOWN`` with nothing reported: what was pending stays pending."""
         reply = self._sync(
-            keys=[self.prefix + host.key],
+            keys=[self.prefix + host.key, self.owners_key],
             args=[
-                self.owner,
-                self.owner_prefix,
+                self.owner(),
                 self.start,
                 min(self.minimum, host.maximum),
                 host.maximum,

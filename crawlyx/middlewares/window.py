@@ -182,7 +182,7 @@ class WindowMiddleware:
         if self.budget is None:
             table = crawl_parts(self.crawler).visited
             self.budget = SharedBudget(
-                crawl_parts(self.crawler).state, table.owner, table.owner_prefix, self.settings
+                crawl_parts(self.crawler).state, lambda: table.owner, self.settings
             )
         self._reporting = create_looping_call(self._report_all)
         self._reporting.start(SYNC_INTERVAL, now=False)

@@ -29,7 +29,7 @@ from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify, describe
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
-from crawlyx.frontier.visited import LEASE_META
+from crawlyx.frontier.visited import LEASE_META, frontier_shards
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
@@ -69,6 +69,7 @@ class SiteSpider(Spider):
         (render=always without a browser), before anything starts."""
         render.check(render.requested(arguments, settings), settings)
         max_links(settings)
+        frontier_shards(settings, cluster=False)
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
