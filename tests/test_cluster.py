@@ -1,15 +1,30 @@
 """The test cluster (tests/cluster.py) and crawlyx's way into it: CRAWLYX_REDIS_URL as
-``redis+cluster://host:port,...``, a RedisCluster client, the settings checks."""
+``redis+cluster://host:port,...``, a RedisCluster client, the settings checks; and the
+site's stores (breadth, demand, the page registry) written and read on it, each site's
+keys in its own slot, read from their indexes."""
 
 from __future__ import annotations
+
+import json
+import time
+import uuid
 
 import pytest
 from redis.cluster import RedisCluster
 from scrapy.settings import Settings
 
 import crawlyx.settings
+from crawlyx.breadth.recorder import Recorder as BreadthRecorder
+from crawlyx.breadth.report import read_breadth
+from crawlyx.breadth.store import BreadthStore, breadth_state, day_key, utc_day
 from crawlyx.config import check_redis_reachable, check_redis_url
-from crawlyx.frontier.state import connect_url, is_cluster
+from crawlyx.demand.recorder import Recorder as DemandRecorder
+from crawlyx.demand.registry import Registry, registry_state
+from crawlyx.demand.ring import RingConfig
+from crawlyx.demand.store import DemandStore, MergedRing, demand_state
+from crawlyx.frontier.state import State, connect_url, is_cluster
+from crawlyx.sitekeys import ROWS, site_key
+from tests.test_breadth import GOOGLE, GPT, log_line, scrapy
 
 MALFORMED = "redis+cluster://127.0.0.1:notaport"
 
@@ -78,3 +93,122 @@ def test_a_malformed_cluster_url_is_one_line_naming_the_setting(check):
         check(project_settings(CRAWLYX_REDIS_URL=MALFORMED))
     assert "\n" not in str(raised.value)
     assert "notaport" in str(raised.value)
+
+
+# -- the site's stores on the cluster ---------------------------------------------------
+
+
+def a_site() -> str:
+    return f"https://{uuid.uuid4().hex[:12]}.example"
+
+
+def index(state: State, site: str) -> list[str]:
+    return sorted(key.decode() for key in state.client.smembers(site_key(state, site, ROWS)))
+
+
+def one_slot(client, keys: list[str]) -> bool:
+    return len({client.keyslot(key) for key in keys}) == 1
+
+
+def test_breadth_flushes_and_reads_on_a_cluster(cluster_client):
+    state, today = breadth_state(cluster_client), utc_day(time.time())
+    sites = [a_site() for _ in range(3)]
+    for n, site in enumerate(sites):
+        recorder = BreadthRecorder(site)
+        for i in range(10 * (n + 1)):
+            recorder.record("GPTBot", f"{site}/p/{i}", today)
+            recorder.record("Googlebot", f"{site}/p/{i + 5}", today)
+            recorder.record_corpus(f"{site}/p/{i}")
+        assert BreadthStore(state, shard=f"s{n}").flush(recorder).merged == 3
+    for site in sites:
+        keys = index(state, site)
+        assert len(keys) == 3 and one_slot(cluster_client, [*keys, site_key(state, site, ROWS)])
+        assert all(key.startswith(f"crawlyx:_breadth:{{{site}}}:") for key in keys)
+    assert {key.decode() for key in cluster_client.smembers(state.key("sites"))} >= set(sites)
+    report = read_breadth(state, site=sites[1], days=1)
+    assert report["corpus_pages"] == 20 and not report["truncated"]
+    bots = {row["bot"]: row["distinct_urls"] for row in report["breadth"][0]["bots"]}
+    assert bots == {"GPTBot": 20, "Googlebot": 20}
+    assert report["breadth"][0]["total"]["distinct_urls"] == 25
+    everything = read_breadth(state, days=1, cap=100_000)  # every site, from the sites set
+    assert set(sites) <= set(everything["sites"])
+    # A row found expired leaves its site's index (a script over the site's slot).
+    gone = day_key(state, sites[0], today, "Googlebot")
+    cluster_client.delete(gone)
+    report = read_breadth(state, site=sites[0], days=1)
+    assert [row["bot"] for row in report["breadth"][0]["bots"]] == ["GPTBot"]
+    assert gone not in index(state, sites[0]) and len(index(state, sites[0])) == 2
+
+
+def test_demand_flushes_and_reads_on_a_cluster(cluster_client):
+    state, site, now = demand_state(cluster_client), a_site(), time.time()
+    ring = RingConfig(slice=3600, slices=24, slice_urls=1000, fp_rate=0.01)
+    for node in ("n1", "n2"):
+        recorder = DemandRecorder(site, ring)
+        recorder.record(f"{site}/{node}", now - 2 * 3600)
+        recorder.record(f"{site}/both", now)
+        assert DemandStore(state, ring, node=node).flush(recorder, now) == 2
+    keys = index(state, site)
+    assert len(keys) == 4 and one_slot(cluster_client, [*keys, site_key(state, site, ROWS)])
+    assert site.encode() in cluster_client.smembers(state.key("sites"))
+    read = MergedRing(state, site, ring)
+    read.refresh(now)
+    assert read.rows == 4 and len(read.slices) == 2
+    assert read.visited_within(f"{site}/n1", 3 * 3600, now)
+    assert read.visited_within(f"{site}/n2", 3 * 3600, now)
+    assert not read.visited_within(f"{site}/n1", 3600, now)
+    assert not read.visited_within(f"{site}/never", 3 * 3600, now)
+    cluster_client.delete(keys[0])  # as if expired: it leaves the index
+    read.refresh(now)
+    assert read.rows == 3 and index(state, site) == keys[1:]
+
+
+def test_the_registry_writes_and_reads_on_a_cluster(cluster_client):
+    site, t0 = a_site(), 1_800_000_000.0
+    registry = Registry(registry_state(cluster_client), site, base=86400.0, retention=30 * 86400.0)
+    assert one_slot(cluster_client, [*registry.keys, registry.key("writes")])
+    for n in range(5):
+        assert registry.fetched(f"{site}/{n}", t0 + n, f"h{n}", f'"e{n}"')
+    assert not registry.fetched(f"{site}/0", t0 + 10, "h0")  # unchanged
+    assert registry.page(f"{site}/3").etag == '"e3"' and registry.count() == 5
+    registry.write_interval(f"{site}/1", 2 * 86400.0, shadow=False)
+    assert registry.histogram().counts == {86400.0: 4, 2 * 86400.0: 1}
+    assert registry.forget(f"{site}/4") and registry.count() == 4
+    # The due list is copied to a job's key: another slot than the site's.
+    snapshot = f"crawlyx:{{refresh-{uuid.uuid4().hex[:8]}}}:refresh:due"
+    assert cluster_client.keyslot(snapshot) != cluster_client.keyslot(registry.key("due"))
+    due = [page.url for page in registry.due_pages(t0 + 2 * 86400, snapshot, batch=2)]
+    assert sorted(due) == [f"{site}/{n}" for n in range(4)]
+    assert cluster_client.zcard(snapshot) == 4 and not cluster_client.exists(snapshot + ":~copy")
+    cluster_client.delete(snapshot)
+    assert registry.prune(t0 + 40 * 86400) == 4 and registry.count() == 0
+    registry.fetched(f"{site}/again", t0 + 41 * 86400)
+    assert registry.drop() == 1  # `scrapy demand --forget`: every key of the site, at once
+    assert not cluster_client.exists(*registry.keys, registry.key("base"))
+
+
+def test_visits_breadth_and_demand_commands_on_a_cluster(redis_cluster, cluster_client, tmp_path):
+    site = f"http://{uuid.uuid4().hex[:12]}.example"
+    lines = [log_line(f"/docs/{i}", GOOGLE) for i in range(30)]
+    lines += [log_line(f"/docs/{i}", GPT) for i in range(20, 50)]
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n")
+    url = redis_cluster.url
+    demand = ("-s", "CRAWLYX_DEMAND_ENABLED=1")
+    result = scrapy("visits", "--site", site, str(log), *demand, redis_url=url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "60 bot requests recorded" in result.stdout
+    result = scrapy("breadth", "--site", site, "--days", "1", "--json", redis_url=url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    day = json.loads(result.stdout)["breadth"][0]
+    assert {row["bot"]: row["distinct_urls"] for row in day["bots"]} == {
+        "Googlebot": 30,
+        "GPTBot": 30,
+    }
+    assert day["total"]["distinct_urls"] == 50
+    result = scrapy("breadth", "--days", "1", "--json", redis_url=url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert site in json.loads(result.stdout)["sites"]
+    result = scrapy("demand", "--site", site, "--json", redis_url=url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["ring"]["rows"] >= 1

@@ -341,7 +341,9 @@ class Registry:
 
     def drop(self) -> int:
         """Forget the whole site: every key of its registry. How many pages it knew."""
-        pipe = self.state.client.pipeline()
+        # MULTI: atomic, and on a Redis Cluster the one pipeline that deletes several keys
+        # (all of them in the site's slot).
+        pipe = self.state.client.pipeline(transaction=True)
         pipe.hlen(self.key("pages"))
         pipe.delete(*self.keys, self.key("writes"), self.key("base"))
         return pipe.execute()[0]
