@@ -138,11 +138,13 @@ class CrawlCore:
         By its hash alone, once loaded: redis-py would ask whether the script is loaded
         first, a round trip of its own for every batch. A server that lost its scripts
         (restarted) answers NoScriptError: they are loaded again with the next batch,
-        and the party sends its work again (:func:`retryable`)."""
+        and the party sends its work again (:func:`retryable`). Queued as a command of its
+        own: redis-py's cluster pipeline refuses its ``evalsha`` method (a node may not
+        have the script), and the scripts are loaded on every node."""
         if script not in self._loaded:
             script.sha = self.client.script_load(script.script)
             self._loaded.add(script)
-        pipe.evalsha(script.sha, len(keys), *keys, *args)
+        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
 
     def _execute(self, commands) -> list:
         """On the I/O thread: every party's commands in one pipeline, one round trip."""
@@ -188,8 +190,9 @@ class CrawlCore:
             callback()
 
     def wait(self) -> None:
-        """Block until the batch in flight, if any, is answered and handled."""
-        if self._inflight is not None:
+        """Block until no batch is in flight: the one in flight is answered and handled,
+        and so is any its answer sent at once."""
+        while self._inflight is not None:
             future = self._inflight[0]
             futures.wait([future])
             self._done(future)
@@ -230,7 +233,7 @@ def run_scripts(client, calls, loaded: set) -> list:
             if script not in loaded:
                 script.sha = client.script_load(script.script)
                 loaded.add(script)
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         answers = pipe.execute(raise_on_error=False)
         for i, answer in zip(todo, answers, strict=True):
             results[i] = answer

@@ -336,8 +336,7 @@ class VisitedTable:
 
     def claim(self, fp: str, payload: bytes) -> bool:
         """none -> queued, atomically with the push, now. Only the winner gets True."""
-        self.claim_later(fp, payload)
-        return bool(self.sync()[0][-1])
+        return bool(self.sync(claim=_claim(fp, payload))[0][-1])
 
     def claim_later(self, fp: str, payload: bytes) -> None:
         """:meth:`claim`, sent with this process's next round trip to Redis (every
@@ -365,10 +364,9 @@ class VisitedTable:
         unreachable, what is left is sent with the next round trip (False, [] now): the
         lease, no longer held, is then given back and its loop found again."""
         self.remember(fp)
-        self._pending += _claim(fp, payload)
         self.held.discard(lease)
         try:
-            won = self.sync()[0][-1]
+            won = self.sync(claim=_claim(fp, payload))[0][-1]
             loops, closers = [], []
             if hops and not won:
                 args = [self.loop_hops]
@@ -382,12 +380,15 @@ class VisitedTable:
             return False, []
         return bool(won), [[url.decode() for url in loop] for loop in loops]
 
-    def sync(self, done: tuple[str, ...] = (), pop: int = 0) -> tuple[list, list, list]:
-        """One round trip now, after the core's batch in flight: send what is pending,
-        mark ``done`` fingerprints done and pop up to ``pop`` requests. Returns (claims
-        won, leases released, popped messages). A long backlog of claims goes first, in
-        calls of its own (:meth:`_chunk`)."""
+    def sync(
+        self, done: tuple[str, ...] = (), pop: int = 0, claim: tuple = ()
+    ) -> tuple[list, list, list]:
+        """One round trip now, after the core's batch in flight: send what is pending and
+        ``claim`` (a claim's triple, last), mark ``done`` fingerprints done and pop up to
+        ``pop`` requests. Returns (claims won, leases released, popped messages). A long
+        backlog of claims goes first, in calls of its own (:meth:`_chunk`)."""
         self._quiet()
+        self._pending += claim  # after the batch in flight: sent by this call, not by it
         self._dones[:0], self._ready = self._ready, []
         self._dones += done
         while True:
@@ -622,12 +623,14 @@ class VisitedTable:
             self._quiet()
             self._hand_back(fp, parked=True)
 
-    def _hand_back(self, fp: str, parked: bool = False, client=None):
+    def _hand_back(self, fp: str, parked: bool = False):
         """This process's lease of ``fp`` back onto its shard's queue (the front), or
         parked; a lease it no longer holds stays as it is."""
+        return self._unlease(keys=self._unlease_keys(fp, parked), args=[fp, self.owner])
+
+    def _unlease_keys(self, fp: str, parked: bool = False) -> list[str]:
         shard = self.shard(fp)
-        keys = [shard.visited, shard.parked if parked else shard.queue, shard.leases]
-        return self._unlease(keys=keys, args=[fp, self.owner], client=client)
+        return [shard.visited, shard.parked if parked else shard.queue, shard.leases]
 
     def _quiet(self) -> None:
         """Before a direct call: the core's batch in flight is answered first."""
@@ -662,14 +665,15 @@ class VisitedTable:
     def give_back(self, popped: list[tuple[str | None, bytes]]) -> None:
         """Put popped, unstarted requests back at the front of the queue, in order."""
         self.sync()
-        pipe = self.redis.pipeline(transaction=False)
-        for fp, payload in reversed(popped):
-            self.held.discard(fp)
-            if fp is None:
-                pipe.rpush(self.shards[0].queue, NO_FP + payload)
-            else:
-                self._hand_back(fp, client=pipe)
-        pipe.execute()
+        free = [NO_FP + payload for fp, payload in reversed(popped) if fp is None]
+        if free:
+            self.redis.rpush(self.shards[0].queue, *free)
+        calls = []
+        for fp, _ in reversed(popped):
+            if fp is not None:
+                self.held.discard(fp)
+                calls.append((self._unlease, self._unlease_keys(fp), [fp, self.owner]))
+        run_scripts(self.redis, calls, self._loaded)
 
     # -- liveness and termination -----------------------------------------------
 
