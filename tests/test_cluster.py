@@ -5,6 +5,7 @@ keys in its own slot, read from their indexes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -212,3 +213,26 @@ def test_visits_breadth_and_demand_commands_on_a_cluster(redis_cluster, cluster_
     result = scrapy("demand", "--site", site, "--json", redis_url=url, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["ring"]["rows"] >= 1
+
+
+def test_a_jobs_keys_are_listed_expired_and_dropped_by_slot_on_a_cluster(cluster_client):
+    from crawlyx.frontier.visited import VisitedTable
+
+    state = State(cluster_client, f"slots-{uuid.uuid4().hex[:8]}")
+    assert state.fix_shards(64) == 64
+    table = VisitedTable(state, owner="one")
+    fps = [hashlib.sha1(str(n).encode()).hexdigest() for n in range(300)]
+    for fp in fps:
+        table.claim_later(fp, b"page")
+    table.sync()
+    used = {table.shard(fp).n for fp in fps}
+    assert len(used) > 48  # the fingerprints spread over the shards
+    cluster_client.hset(state.key("graph:meta"), "next", 1)  # a key of the job's own slot
+    keys = {key for batch in state.keys() for key in batch}
+    shard_keys = {key for key in keys if key.startswith(f"crawlyx:{{{state.job}/".encode())}
+    assert len(shard_keys) == 2 * len(used)  # each shard's visited table and queue
+    assert state.key("graph:meta").encode() in keys and state.key("job").encode() in keys
+    state.expire_all(600)
+    assert all(0 < cluster_client.ttl(key) <= 600 for key in keys)
+    assert state.delete_all() == len(keys)
+    assert not any(cluster_client.exists(key) for key in keys)

@@ -444,8 +444,9 @@ class State:
             found = self.client.execute_command(
                 "CLUSTER GETKEYSINSLOT", slot, count, target_nodes=node
             )
-            for key in found:
-                if key.decode(errors="replace").startswith(prefix):
+            for key in found:  # str: redis-py decodes this answer
+                key = key.encode() if isinstance(key, str) else key
+                if key.startswith(prefix.encode()):
                     yield key
 
     def delete_all(self) -> int:

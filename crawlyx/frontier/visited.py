@@ -15,30 +15,39 @@ so a dead owner's lease can never queue the page a second time. Every way onto t
 queue sets ``queued``, and a pop takes only a fingerprint still ``queued``: a page is in
 the queue at most once, and a stale copy is dropped, never fetched.
 
-A process talks to the table in round trips that carry all it has pending: the claims
-and pushes it made, the leases it finished and the requests it wants next go in one
-Lua script. In a crawl the table is a party of the crawl core
-(:mod:`crawlyx.frontier.core`), which sends that script with the rest of the process's
+The table is split in shards (``CRAWLYX_FRONTIER_SHARDS``: 64 on a Redis Cluster, 1 on
+one server) by the first 32 bits of the fingerprint, each shard its own hash tag, so a
+cluster spreads one job's frontier over its nodes. A process talks to the table in round
+trips that carry all it has pending: the claims and pushes it made, the leases it
+finished and the requests it wants next go in one Lua script per shard they touch,
+pipelined; pops go to the next shards in turn. With more than one shard, a page's
+release waits for the batch after the one that claims its links (shards on other nodes
+are not written in order): a process killed in between leaves the page leased, never its
+links lost. In a crawl the table is a party of the crawl core
+(:mod:`crawlyx.frontier.core`), which sends those scripts with the rest of the process's
 Redis work, one batch at a time, off the reactor thread; the few calls that need an
-answer at once (:meth:`VisitedTable.sync` and the methods built on it) wait for the
-batch in flight first, so they never overtake it.
+answer at once (:meth:`VisitedTable.sync` and the methods built on it) wait until no
+batch is in flight, so they never overtake one.
 
 A redirect to a page already known ends its chain there, and the redirecting page is
 accounted for by its target. Pages that redirect to each other, each fetched on its own
-(both linked), would so account for each other and vanish: the hops of such chains are
-recorded, and the round trip that closes a loop of them finds it, atomically, so exactly
-one process does, and hands the loop's URLs back to be recorded as a trap.
+(both linked), would so account for each other and vanish: once the target's claim is
+lost, the chain's hops are recorded by a script of their own, which finds a loop they
+close atomically, so exactly one process does, and hands the loop's URLs back to be
+recorded as a trap; the lease is released after the claim (and the hops).
 
-Keys (under ``crawlyx:{job}:``): ``visited`` (hash fp -> q/l/d), ``queue`` (list of
-fp + payload), ``leases`` (hash fp -> owner|payload), ``owner:{id}`` (a heartbeat
-with a TTL: a lease whose owner key has expired belongs to a dead process), ``parked``
-(list of fp + payload: queued requests left for the job's next run), ``redirects``
-(hash fp -> target fp + URL: the hops of chains that ended on a page already known).
+Keys of a shard (``crawlyx:{job/N}:``, or ``crawlyx:{job}:`` for a frontier of one
+shard): ``visited`` (hash fp -> q/l/d), ``queue`` (list of fp + payload), ``leases``
+(hash fp -> owner|payload), ``parked`` (list of fp + payload: queued requests left for
+the job's next run), ``job`` (its count of the job's pages). The job's own:
+``redirects`` (hash fp -> target fp + URL: the hops of chains that ended on a page
+already known) and ``owners`` (the heartbeats: see :class:`~crawlyx.frontier.state.State`;
+a lease whose owner is marked dead may be requeued).
 
-The job's record (``job``, see :mod:`crawlyx.frontier.jobs`) counts the pages the job
-emitted (``pages``): a page whose item was written counts in the same script that marks
-it done, so the count is what the job's outputs hold whatever way its runs stopped (a
-kill, a second Ctrl-C), with no round trip of its own.
+A page whose item was written counts in the job's pages (``pages`` of the shards' ``job``
+hashes, the job's record itself for one shard) in the same script that marks it done,
+so the count is what the job's outputs hold whatever way its runs stopped (a kill, a
+second Ctrl-C), with no round trip of its own.
 """
 
 from __future__ import annotations
