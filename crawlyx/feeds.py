@@ -11,9 +11,9 @@ job) first loses the line a killed crawl left cut short.
 A page's release goes to Redis a moment after its item is written (with the crawl core's
 next batch): a crawl killed in between leaves the page to be fetched and written again.
 So each run records where it writes (``crawlyx:{job}:outputs``), and a run of the job
-reads the last items of every such file on this machine before it pops anything
-(:func:`release_written`, from the scheduler): their pages, if the job still has them
-queued or leased, are done.
+reads the last items of every such file on this machine before it pops anything, and
+again before it takes back the leases of processes that died (:func:`release_written`,
+from the scheduler): their pages, if the job still has them queued or leased, are done.
 """
 
 from __future__ import annotations

@@ -460,6 +460,34 @@ def test_a_page_written_by_a_killed_run_is_not_fetched_again(redis_url, tmp_path
         close_scheduler(resumed)
 
 
+def test_a_page_a_killed_neighbour_wrote_is_not_fetched_again_by_a_live_process(
+    redis_url, tmp_path
+):
+    job = f"neighbour-{uuid.uuid4().hex[:8]}"
+    live = open_scheduler(redis_url, job=job)
+    killed = open_scheduler(redis_url, job=job)
+    spider, table = killed.spider, killed.visited
+    for name in ("written", "pending"):
+        killed.enqueue_request(Request(f"http://127.0.0.1:9/{name}", spider.parse))
+    written, pending = killed.next_request(), killed.next_request()
+    path = tmp_path / "killed.jsonl"  # its feed: the item of /written, not yet released
+    file = FileFeedStorage(str(path), feed_options={"overwrite": False}).open(spider)
+    file.write(b'{"url": "http://127.0.0.1:9/written"}\n')
+    file.close()
+    table.state.retire([table.owner])  # as it dies
+    try:
+        # The live process, idle, finds the dead process's leases: the written page is
+        # done, the other one is queued again and is its to fetch.
+        assert live.has_pending_requests() is True
+        fps = [request.meta[LEASE_META] for request in (written, pending)]
+        assert [table.state_of(fp) for fp in fps] == [b"d", b"q"]
+        assert live.next_request().url == "http://127.0.0.1:9/pending"
+        assert live.next_request() is None
+    finally:
+        close_scheduler(live)
+        killed.spider.workers.close()
+
+
 def test_a_redis_error_skips_a_heartbeat_and_the_beating_goes_on(own_redis, own_scheduler):
     table, loop = own_scheduler.visited, own_scheduler._heartbeat
     owners = table.state.key(OWNERS)

@@ -307,6 +307,8 @@ class Scheduler(RedisScheduler):
             table.give_back(unanswered)
             self.stats.inc_value("crawlyx/frontier/unanswered_pops", len(unanswered))
             return True
-        if table.requeue_dead():
-            return True
-        return table.leased() > 0
+        if not table.leased():
+            return False
+        # Leases of a process killed here may be of pages it wrote: done, not requeued.
+        release_written(table)
+        return table.requeue_dead() > 0 or table.leased() > 0
