@@ -10,9 +10,10 @@ import uuid
 
 import pytest
 import redis
+from scrapy.settings import Settings
 
 from crawlyx.frontier.state import OWNERS, State
-from crawlyx.frontier.visited import LEASE_META, VisitedTable
+from crawlyx.frontier.visited import LEASE_META, VisitedTable, frontier_shards
 
 
 @pytest.fixture(params=[1, 8], ids=["one-shard", "8-shards"])
@@ -391,3 +392,27 @@ def test_a_loop_is_found_by_one_process(redis_url, state):
     # once: the loop they make is found once, whole.
     assert len(loops) == 1
     assert sorted(loops[0]) == sorted(page_url(n) for n in range(pages))
+
+
+def test_a_jobs_shards_are_fixed_by_its_first_run(redis_client):
+    job = f"shards-{uuid.uuid4().hex[:8]}"
+    assert State(redis_client, job).fix_shards(8) == 8
+    resumed = State(redis_client, job)
+    assert resumed.fix_shards(64) == 8  # its own, whatever the setting says now
+    assert VisitedTable(resumed).shards[5].visited == f"crawlyx:{{{job}/5}}:visited"
+    resumed.delete_all()
+    # A job recorded before its frontier had shards keeps the one it has.
+    old = State(redis_client, f"old-{uuid.uuid4().hex[:8]}")
+    redis_client.hset(old.key("job"), "created", "2026-11-01T00:00:00Z")
+    assert old.fix_shards(64) == 1
+    assert VisitedTable(old).shards[0].visited == old.key("visited")
+    old.delete_all()
+
+
+@pytest.mark.parametrize("value", [3, -1, 2048])
+def test_frontier_shards_must_be_a_power_of_two(value):
+    settings = Settings({"CRAWLYX_FRONTIER_SHARDS": value})
+    with pytest.raises(ValueError, match=r"CRAWLYX_FRONTIER_SHARDS \(\S+\) must be a power of two"):
+        frontier_shards(settings, cluster=False)
+    assert frontier_shards(Settings({"CRAWLYX_FRONTIER_SHARDS": 0}), cluster=True) == 64
+    assert frontier_shards(Settings({"CRAWLYX_FRONTIER_SHARDS": 0}), cluster=False) == 1
