@@ -58,6 +58,7 @@ import socket
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -428,6 +429,12 @@ class VisitedTable:
     def _calls(self, pending: list[bytes], dones: list[str], pops: int) -> list[_Call]:
         """The per-shard script calls that send ``pending`` claims and pushes, mark
         ``dones`` done and pop up to ``pops`` requests from the next shards in turn."""
+        if len(self.shards) == 1:  # every fingerprint's: no need to sort them out
+            c = _Call(self.shards[0])
+            c.triples, c.dones, c.pops = pending, dones, pops
+            c.claims, c.released = range(pending[::3].count(b"c")), range(len(dones))
+            c.script = (self._sync, c.shard.sync_keys, c.args(self.owner))
+            return [c]
         calls: dict[int, _Call] = {}
 
         def call(shard: Shard) -> _Call:
@@ -789,9 +796,9 @@ class _Call:
     def __init__(self, shard: Shard):
         self.shard = shard
         self.triples: list[bytes] = []
-        self.claims: list[int] = []  # the round trip's claims (their order) it carries
+        self.claims: Sequence[int] = []  # the round trip's claims (their order) it carries
         self.dones: list[str] = []
-        self.released: list[int] = []  # the round trip's dones it carries
+        self.released: Sequence[int] = []  # the round trip's dones it carries
         self.pops = 0
         self.script = None
 
@@ -802,6 +809,8 @@ class _Call:
 def _merge(calls: list[_Call], results: list, claims: int, dones: int):
     """The shards' answers as one round trip's: (claims won and leases released, each
     in the order sent, and what was popped)."""
+    if len(calls) == 1:
+        return results[0]
     won, released, popped = [0] * claims, [0] * dones, []
     for call, (w, r, p) in zip(calls, results, strict=True):
         for at, value in zip(call.claims, w, strict=True):
