@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from crawlyx.content.workers import PageWorkers, ReadTimeout, read_page
+from crawlyx.settings import CRAWLYX_MAX_LINKS_PER_PAGE as MAX_LINKS
 from crawlyx.settings import CRAWLYX_READ_TIMEOUT
 
 MIB = 1 << 20
@@ -254,7 +255,9 @@ def read(shape: str, mib: float) -> tuple[float, dict, int]:
     page = SHAPES[shape](int(mib * MIB))
     gc.collect()
     started = time.perf_counter()
-    data = read_page(page, URL, SCOPE, main_content=True, links="inline", neardup=True)
+    data = read_page(
+        page, URL, SCOPE, main_content=True, links="inline", neardup=True, max_links=MAX_LINKS
+    )
     return time.perf_counter() - started, data, len(page)
 
 

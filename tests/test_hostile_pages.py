@@ -196,3 +196,15 @@ def test_a_bad_read_budget_stops_the_crawl_with_one_line(crawl):
     assert "CRAWLYX_READ_TIMEOUT (soon) must be a number" in result.log
     assert "Traceback" not in result.log
     assert not site.counts
+
+
+def test_a_page_of_many_links_is_read_up_to_the_cap_and_the_rest_counted():
+    hrefs = ["/a", "/b", "/a", "/c", "https://elsewhere.example/", "/d"]
+    body = "".join(f'<p><a href="{href}">link {n}</a></p>' for n, href in enumerate(hrefs))
+    page = f"<html><body>{body}<a>no href</a></body></html>"
+    read = analyze(page, "http://127.0.0.1:9/", "http://127.0.0.1:9", max_links=2)
+    assert list(read["links"]) == ["http://127.0.0.1:9/a", "http://127.0.0.1:9/b"]
+    assert read["links_capped"] == 4  # the link elements after the second link, unresolved
+    whole = analyze(page, "http://127.0.0.1:9/", "http://127.0.0.1:9")
+    assert len(whole["links"]) == 4 and whole["links_capped"] == 0
+    assert "link 5" in read["markdown"]  # the page's text is whole either way

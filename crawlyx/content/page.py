@@ -31,9 +31,11 @@ def analyze(
     main_content: bool = True,
     links: str = "inline",
     neardup: bool = False,
+    max_links: int | None = None,
 ) -> dict:
     """``title``, ``description``, ``lang``, ``canonical``, ``links`` (normalized in-scope
-    URL -> (URL to fetch, fingerprint)), ``anchors`` (normalized in-scope URL -> its anchor
+    URL -> (URL to fetch, fingerprint): the first ``max_links``), ``links_capped`` (link
+    elements after those), ``anchors`` (normalized in-scope URL -> its anchor
     text, for the links that have one), ``robots`` (name, content of robots meta tags:
     ``robots`` and ``*bot``), ``frames`` (:func:`noscript_frames`: [normalized URL, URL to
     fetch] of each table of contents the page loads in a noscript frame), ``shell`` (see
@@ -49,14 +51,14 @@ def analyze(
     here: the crawl process is the one that cannot spread over cores."""
     doc = parse_document(page)
     data = {"title": None, "description": None, "lang": None, "canonical": None}
-    data.update(links={}, anchors={}, robots=[], frames=[])
+    data.update(links={}, anchors={}, links_capped=0, robots=[], frames=[])
     data["shell"] = is_shell(doc, page)  # before pruning
     if doc is not None:
         base = url
         for href in attribute_values(doc, "base", "href")[:1]:
             base = _join(url, href) or url
         data.update(_metadata(doc, url))
-        data["links"], data["anchors"] = _links(doc, base, scope)
+        data["links"], data["anchors"], data["links_capped"] = _links(doc, base, scope, max_links)
         data["frames"] = noscript_frames(doc, base, scope)
         data["robots"] = robots_meta(doc)
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
@@ -181,19 +183,26 @@ def _metadata(doc, url: str) -> dict:
     }
 
 
-def _links(doc, base: str, scope: str | None) -> tuple[dict, dict[str, str]]:
+def _links(
+    doc, base: str, scope: str | None, most: int | None = None
+) -> tuple[dict, dict[str, str], int]:
     """Links on the page's origin: normalized URL -> (the URL to fetch, its fingerprint),
-    and normalized URL -> anchor text, the first a link to it has (see :func:`anchor_text`)."""
+    and normalized URL -> anchor text, the first a link to it has (see :func:`anchor_text`);
+    the first ``most`` links, and how many link elements follow the last of them (not
+    resolved: a page of 400,000 links would spend seconds on links never followed)."""
     found: dict[str, tuple[str, str]] = {}
     anchors: dict[str, str] = {}
     if scope is None:
-        return found, anchors
+        return found, anchors, 0
     prefix = scope + "/"
     resolved: dict[str, str | None] = {}  # href -> link: navigation repeats its hrefs
-    for element in doc.iter("a", "area"):
+    elements = doc.iter("a", "area")
+    for element in elements:
         href = element.get("href")
         if href is None:
             continue
+        if most is not None and len(found) >= most:
+            return found, anchors, 1 + sum(e.get("href") is not None for e in elements)
         if href not in resolved:
             resolved[href] = _resolve(href, base, prefix)
         link = resolved[href]
@@ -205,7 +214,7 @@ def _links(doc, base: str, scope: str | None) -> tuple[dict, dict[str, str]]:
             text = anchor_text(element)
             if text:
                 anchors[link] = text
-    return found, anchors
+    return found, anchors, 0
 
 
 def _resolve(href: str, base: str, prefix: str) -> str | None:

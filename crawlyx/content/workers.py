@@ -261,6 +261,7 @@ class PageWorkers:
         crawler=None,
         neardup: bool = False,
         timeout: float = 0.0,
+        max_links: int | None = None,
     ):
         if links not in LINK_STYLES:
             raise ValueError(
@@ -268,7 +269,9 @@ class PageWorkers:
             )
         self.workers = max(1, workers)
         # neardup: each page's near-duplicate signature, for the link graph (crawlyx.graph).
-        self.analyze = partial(read_page, main_content=main_content, links=links, neardup=neardup)
+        self.analyze = partial(
+            read_page, main_content=main_content, links=links, neardup=neardup, max_links=max_links
+        )
         self.neardup = neardup
         self.crawler = crawler  # for its stats, if any
         self.timeout = timeout  # a page read's budget, seconds; 0: none
@@ -293,6 +296,7 @@ class PageWorkers:
             crawler,
             neardup=settings.getbool("CRAWLYX_GRAPH_ENABLED"),
             timeout=settings.getfloat("CRAWLYX_READ_TIMEOUT"),  # checked: a number, 0 or more
+            max_links=settings.getint("CRAWLYX_MAX_LINKS_PER_PAGE"),
         )
 
     @classmethod

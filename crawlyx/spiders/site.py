@@ -342,11 +342,14 @@ class SiteSpider(Spider):
 
     def _cap_links(self, page: dict) -> None:
         """A page's first CRAWLYX_MAX_LINKS_PER_PAGE links, in page order, are followed,
-        recorded and listed in its item; the rest are counted."""
-        links = page["links"]
+        recorded and listed in its item; the rest are counted (by the page's reader, which
+        stops at the cap: the link elements after it)."""
+        links, capped = page["links"], page.pop("links_capped", 0)
         if len(links) > self.max_links:
             page["links"] = dict(islice(links.items(), self.max_links))
-            self.crawler.stats.inc_value("crawlyx/links/capped", len(links) - self.max_links)
+            capped += len(links) - self.max_links
+        if capped:
+            self.crawler.stats.inc_value("crawlyx/links/capped", capped)
 
     def _follow(self, page: dict, depth: int, referrer: str, hops=0):
         """Offer the links of the page at ``referrer`` that the trap rules let through,
