@@ -2,6 +2,7 @@
 
     python bench/chaos.py                          # every scenario, 2,000-page site
     python bench/chaos.py --only kill --kills 20   # one scenario
+    python bench/chaos.py --cluster                # every job on a three-node Redis Cluster
 
 Each scenario crawls the bench site (``bench/site.py``) as one job and is compared with
 an uninterrupted crawl of the same site:
@@ -16,6 +17,9 @@ an uninterrupted crawl of the same site:
 - ``stall``: the crawl process is stopped (SIGSTOP) for --stall seconds, past its
   heartbeat's TTL, while a second process crawls the same job and takes its leases
   over; then it is resumed (SIGCONT), and both finish.
+
+With ``--cluster`` every scenario but ``redis`` runs on a Redis Cluster of three nodes on
+loopback ports (``tests/cluster.py``), the job's frontier in 64 shards.
 
 For each: pages lost (in the uninterrupted crawl's output, in no output of the
 scenario), items written twice (lines for a URL already written by an earlier run or
@@ -36,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -47,15 +52,18 @@ from run import ROOT, site_call, start_site  # noqa: E402
 
 
 class Bench:
-    def __init__(self, base: str, work: Path):
+    def __init__(self, base: str, work: Path, redis_url: str = ""):
         self.base = base
         self.work = work
+        self.redis_url = redis_url  # empty: each job its embedded Redis
 
     def start(self, job: str, out: Path, *settings: str) -> subprocess.Popen:
         env = dict(os.environ, PYTHONPATH=str(ROOT), SCRAPY_SETTINGS_MODULE="crawlyx.settings")
         command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start={self.base}",
                    "-a", f"job={job}", "-o", f"{out}:jsonl", "--loglevel", "WARNING",
                    "-s", f"CRAWLYX_DATA_DIR={self.work / job}"]  # fmt: skip
+        if self.redis_url:
+            settings = (f"CRAWLYX_REDIS_URL={self.redis_url}", *settings)
         for setting in settings:
             command += ["-s", setting]
         log = open(self.work / f"{out.stem}.log", "w")  # noqa: SIM115 - the child holds it
@@ -222,6 +230,23 @@ def stall(bench: Bench, reference: set[str], pause: float, rng) -> dict:
     return row(f"SIGSTOP {pause:g}s, 2 procs", reference, outputs, bench.base, codes, wall)
 
 
+@contextmanager
+def redis_cluster(wanted: bool, tmp: str):
+    """The URL of a Redis Cluster of three nodes on loopback ports, if ``wanted``."""
+    if not wanted:
+        yield ""
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.cluster import RedisClusterServer
+
+    cluster = RedisClusterServer(Path(tmp) / "redis-cluster")
+    cluster.start()
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
 def print_rows(rows: list[dict]) -> None:
     header = (
         f"{'scenario':<22} {'runs':>4} {'expected':>8} {'pages':>6} {'lost':>5} {'twice':>5} "
@@ -250,17 +275,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stall", type=float, default=40.0, help="seconds stopped")
     parser.add_argument("--only", choices=SCENARIOS, action="append")
     parser.add_argument("--seed", type=int, default=None, help="random moments' seed")
+    parser.add_argument(
+        "--cluster", action="store_true", help="every job on a three-node Redis Cluster"
+    )
     args = parser.parse_args(argv)
+    if args.cluster and args.only and "redis" in args.only:
+        parser.error("--cluster: the redis scenario restarts a server of its own")
     seed = args.seed if args.seed is not None else random.randrange(10**6)
     rng = random.Random(seed)
     site, base = start_site(args.pages, args.latency_ms)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            bench = Bench(base, Path(tmp))
+        with tempfile.TemporaryDirectory() as tmp, redis_cluster(args.cluster, tmp) as url:
+            bench = Bench(base, Path(tmp), url)
             reference, span, first = clean(bench)
             span -= 1.5  # the crawling part of the uninterrupted crawl, about
             rows = [first]
-            only = args.only or SCENARIOS
+            only = args.only or [s for s in SCENARIOS if not (args.cluster and s == "redis")]
             if "kill" in only:
                 rows.append(kill(bench, reference, args.kills, span / 4, rng))
             if "worker" in only:
@@ -274,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         site.terminate()
         site.wait(10)
-    print(f"site: {args.pages} pages, {args.latency_ms} ms latency; seed {seed}")
+    redis = "a three-node Redis Cluster" if args.cluster else "embedded Redis"
+    print(f"site: {args.pages} pages, {args.latency_ms} ms latency; {redis}; seed {seed}")
     print_rows(rows)
     return 1 if any(r["lost"] for r in rows) else 0
 
