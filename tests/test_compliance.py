@@ -24,7 +24,7 @@ def file_starts(client, key: str, delay: float, starts) -> int:
     args = [delay * 1000 * (1 - SLACK), 600_000]
     for seconds, member in starts:
         args += [seconds * 1000, member]
-    return int(script(keys=[key], args=args))
+    return int(script(keys=[key, key + ":index"], args=args))
 
 
 def test_violations_counted_once_whatever_the_order_the_processes_report(redis_client):

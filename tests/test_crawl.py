@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from crawlyx.arguments import ArgumentError, CrawlArgs
+from crawlyx.frontier.state import State
 from tests.conftest import free_port
 from tests.site import SiteServer
 
@@ -217,6 +218,10 @@ def test_a_crawl_without_job_is_named_and_its_keys_expire(site, crawl, redis_cli
     week = 7 * 86400
     keys = list(redis_client.scan_iter(f"crawlyx:{{{name}}}:*"))
     assert len(keys) > 3
+    # The job knows every key it made, without a SCAN (robots.txt, budgets among them).
+    listed = [key for batch in State(redis_client, name).keys() for key in batch]
+    assert sorted(listed) == sorted(keys)
+    assert any(b":robots:" in key for key in keys) and any(b":host:" in key for key in keys)
     ttls = {key: redis_client.ttl(key) for key in keys}
     kept = {key: ttl for key, ttl in ttls.items() if b":robots:" not in key}
     assert all(week - 120 < ttl <= week for ttl in kept.values()), ttls

@@ -40,6 +40,7 @@ from twisted.internet import task
 
 from crawlyx.extensions.telemetry import shared
 from crawlyx.frontier.core import retryable
+from crawlyx.frontier.state import INDEX
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.robots import RobotsMiddleware
 from crawlyx.parts import crawl_parts
@@ -53,11 +54,13 @@ HORIZON = 600.0  # seconds of starts kept per origin
 HEAD_MAX = 1 << 18  # bytes of a page searched for the end of its head
 NUDGE = 1.0  # seconds: starts wait at most this long for a batch to join
 
-# KEYS: the origin's sorted set of starts. ARGV: [1] the shortest gap allowed (ms),
-# [2] horizon (ms), then pairs (start in epoch ms, a unique member).
+# KEYS: the origin's sorted set of starts, the job's index of keys (it is added).
+# ARGV: [1] the shortest gap allowed (ms), [2] horizon (ms), then pairs (start in epoch
+# ms, a unique member).
 # Returns the violations the new starts made.
 _FILE_STARTS = """
 local key, gap, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('SADD', KEYS[2], key)
 local found, latest = 0, 0
 for i = 3, #ARGV, 2 do
   local t, member = tonumber(ARGV[i]), ARGV[i + 1]
@@ -108,6 +111,7 @@ class DelayAudit:
         parts = crawl_parts(self.crawler)
         self._core = parts.core
         self._prefix = parts.state.key("delays:")
+        self._index = parts.state.key(INDEX)
         self._owner = parts.visited.owner
         self._script = parts.state.client.register_script(_FILE_STARTS)
         self._core.register(self)
@@ -166,11 +170,11 @@ class DelayAudit:
         batch = [(origin, starts, self._gaps[origin]) for origin, starts in self._pending.items()]
         self._pending = defaultdict(list)
         horizon = HORIZON * 1000
-        core, script, prefix = self._core, self._script, self._prefix
+        core, script, prefix, index = self._core, self._script, self._prefix, self._index
 
         def commands(pipe) -> int:
             for origin, starts, gap in batch:
-                core.script(pipe, script, [prefix + origin], [gap, horizon, *starts])
+                core.script(pipe, script, [prefix + origin, index], [gap, horizon, *starts])
             return len(batch)
 
         def handle(results) -> None:

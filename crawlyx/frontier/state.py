@@ -49,6 +49,17 @@ SELF_EXPIRING = ("robots:",)
 
 JOBS = f"{KEY_PREFIX}:jobs"  # a set: the name of every job with keys in Redis
 OWNERS = "owners"  # a job's processes: a sorted set, owner -> heartbeat expiry (ms)
+# A set: the keys a job makes per origin or host (robots.txt, politeness budgets, the
+# Crawl-delay audit), added as they are made.
+INDEX = "index"
+# The keys of a job (crawlyx:{job}:NAME) whatever it crawls, but its frontier's (per
+# shard, see State.shard_key) and those in its INDEX.
+JOB_KEYS = (
+    "job", "meta", OWNERS, "redirects", "outputs", "copies", "patterns", "refresh:due",
+    "refresh:due:~copy", "graph:ids", "graph:meta", "graph:links", "graph:nodes",
+    "graph:sigs", "graph:labels", "graph:frames", "graph:md", INDEX,
+)  # fmt: skip
+SHARD_KEYS = ("visited", "queue", "leases", "parked")  # and "job" (its count) past one
 
 # Renews an owner's heartbeat: KEYS: the job's owners. ARGV: owner, TTL (ms). An owner
 # another process took for dead (its score 0, see _DEAD) is not renewed: returns 0.
@@ -412,42 +423,29 @@ class State:
 
     # -- every key of the job ----------------------------------------------------------
 
-    def keys(self, batch: int = 1000):
-        """Every key of this job, in lists of up to ``batch``: on a Redis Cluster those
-        of the job's slots (its own and its shards'), asked of the nodes that serve them;
-        on one server by SCAN (never KEYS) of the job's prefixes."""
-        prefixes = [self.prefix]
-        if self.shards > 1:
-            prefixes += [self.shard_key(n, "") for n in range(self.shards)]
-        keys = []
-        for key in self._each_key(prefixes, batch):
-            keys.append(key)
-            if len(keys) >= batch:
-                yield keys
-                keys = []
-        if keys:
-            yield keys
+    def index(self, *keys: str) -> None:
+        """Add keys made per origin or host to the job's index (see :meth:`keys`)."""
+        self.client.sadd(self.key(INDEX), *keys)
 
-    def _each_key(self, prefixes: list[str], batch: int):
-        if not is_cluster(self.client):
-            match = self.prefix + "*" if len(prefixes) == 1 else f"{KEY_PREFIX}:{{{self.job}*"
-            for key in self.client.scan_iter(match=match, count=batch):
-                if key.decode(errors="replace").startswith(tuple(prefixes)):
-                    yield key
-            return
-        for prefix in prefixes:
-            slot = self.client.keyslot(prefix)
-            node = self.client.nodes_manager.get_node_from_slot(slot)
-            count = self.client.execute_command("CLUSTER COUNTKEYSINSLOT", slot, target_nodes=node)
-            if not count:
-                continue
-            found = self.client.execute_command(
-                "CLUSTER GETKEYSINSLOT", slot, count, target_nodes=node
-            )
-            for key in found:  # str: redis-py decodes this answer
-                key = key.encode() if isinstance(key, str) else key
-                if key.startswith(prefix.encode()):
-                    yield key
+    def keys(self, batch: int = 1000):
+        """Every key of this job, in lists of up to ``batch``, without a SCAN: the names
+        every job has (:data:`JOB_KEYS`), its frontier's shards' and those of its index,
+        asked whether they exist."""
+        names = [self.key(name) for name in JOB_KEYS]
+        if self.shards == 1:
+            names += [self.key(name) for name in SHARD_KEYS]
+        else:
+            for shard in range(self.shards):
+                names += [self.shard_key(shard, name) for name in (*SHARD_KEYS, "job")]
+        names += [key.decode() for key in self.client.sscan_iter(self.key(INDEX), count=batch)]
+        for start in range(0, len(names), batch):
+            part = names[start : start + batch]
+            pipe = self.client.pipeline(transaction=False)
+            for key in part:
+                pipe.exists(key)
+            found = [key.encode() for key, n in zip(part, pipe.execute(), strict=True) if n]
+            if found:
+                yield found
 
     def delete_all(self) -> int:
         """Remove every key of this job; returns how many."""

@@ -39,21 +39,22 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from crawlyx.frontier.state import OWNERS
+from crawlyx.frontier.state import INDEX, OWNERS
 
 SYNC_INTERVAL = 0.25  # seconds between a process's reports on a host it is fetching from
 
 # KEYS: the host's hash, the job's owners (crawlyx.frontier.state: owner -> heartbeat
-# expiry). ARGV: [1] owner, [2] a new host's window, [3] minimum, [4] maximum, [5] clean
-# fetches per increase, [6] the generation the report is about, [7] clean fetches,
-# [8] trouble (1/0), [9] a pause to start (ms), [10] requests through this process's
-# gate, [11] waiting at it, [12] start one now (1/0, Crawl-delay), [13] the Crawl-delay
-# (ms).
+# expiry), the job's index of keys (the host's hash is added). ARGV: [1] owner, [2] a new
+# host's window, [3] minimum, [4] maximum, [5] clean fetches per increase, [6] the
+# generation the report is about, [7] clean fetches, [8] trouble (1/0), [9] a pause to
+# start (ms), [10] requests through this process's gate, [11] waiting at it, [12] start
+# one now (1/0, Crawl-delay), [13] the Crawl-delay (ms).
 # Returns {window, gen, window before a decrease, increases, decreased (1/0), this
 # process's share, ms left of the pause, ms before a start may be asked again, started}.
 _SYNC = """
 if redis.replicate_commands then redis.replicate_commands() end
 local key, owner = KEYS[1], ARGV[1]
+redis.call('SADD', KEYS[3], key)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local minimum, maximum, grow_after = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -165,6 +166,7 @@ class SharedBudget:
         self.redis = state.client
         self.prefix = state.key("host:")
         self.owners_key = state.key(OWNERS)
+        self.index_key = state.key(INDEX)
         self.owner = owner  # the process's name now: a process taken for dead takes another
         self.minimum = settings.getint("CRAWLYX_WINDOW_MIN")
         self.start = settings.getint("CRAWLYX_WINDOW_START")
@@ -176,7 +178,7 @@ class SharedBudget:
         counted as waiting; ``start``: and a Crawl-delay start for it). Raises one of
         ``REDIS_DOWN`` with nothing reported: what was pending stays pending."""
         reply = self._sync(
-            keys=[self.prefix + host.key, self.owners_key],
+            keys=[self.prefix + host.key, self.owners_key, self.index_key],
             args=[
                 self.owner(),
                 self.start,

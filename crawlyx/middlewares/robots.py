@@ -293,6 +293,7 @@ class RobotsMiddleware:
                 await asyncio.sleep(1.0)
                 continue
             if locked:
+                state.index(key, key + ":lock")
                 keeping = asyncio.ensure_future(lock.keep())
                 try:
                     robots = await self._fetch(origin)
