@@ -137,8 +137,10 @@ def test_a_process_that_stalled_past_its_heartbeat_emits_nothing_twice(state):
     # The stalled process resumes: neither page is its own to emit any more...
     assert stalled.still_mine(taken) is False
     assert stalled.still_mine(left) is False
-    # It was told so by its heartbeat, and goes on under a name of its own.
-    assert stalled.owner != "stalled" and state.owners() == ["other", stalled.owner]
+    # It was told so by its heartbeat: it is dead for good, and pops nothing more.
+    assert stalled.dead and state.owners() == ["other"]
+    stalled.want(5)
+    assert not stalled.pending
     # ...and its late releases leave the other's lease and the queued page alone.
     stalled.release(_Request(taken))
     stalled.unlease(_Request(left))

@@ -208,7 +208,7 @@ class Scheduler(RedisScheduler):
     # -- out ----------------------------------------------------------------------
 
     def next_request(self):
-        if getattr(self.spider, "closing", False):
+        if getattr(self.spider, "closing", False) or self.visited.dead:
             # The spider is done (max_pages): what is still queued stays for a resume.
             return None
         while True:
@@ -275,7 +275,7 @@ class Scheduler(RedisScheduler):
         a round trip whose answer never came (Redis failed), and is queued again.
         Redis unreachable: the crawl cannot know, so it waits.
         """
-        if getattr(self.spider, "closing", False):
+        if getattr(self.spider, "closing", False) or self.visited.dead:
             return False
         core = self.visited.core
         if not core.live:  # driven by hand: what is pending, now

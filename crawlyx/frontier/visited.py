@@ -317,6 +317,7 @@ class VisitedTable:
         # process's to fetch and emit (see :meth:`still_mine`).
         self.lost: set[str] = set()
         self._beat_at = time.monotonic()  # when the last heartbeat that arrived was sent
+        self.dead = False  # taken for dead by another process: see heartbeat
         self._requeue_dead = self.redis.register_script(_REQUEUE_DEAD)
         self._unlease = self.redis.register_script(_UNLEASE)
         self._unpark = self.redis.register_script(_UNPARK)
@@ -490,7 +491,9 @@ class VisitedTable:
 
     def want(self, n: int) -> None:
         """Pop up to ``n`` requests with the next batch, sent now; :attr:`on_popped` gets
-        them."""
+        them. A process taken for dead pops nothing."""
+        if self.dead:
+            return
         self._want = max(self._want, n)
         if self.core is not None:
             self.core.wake(now=True)
@@ -695,25 +698,29 @@ class VisitedTable:
 
     def heartbeat(self) -> None:
         """Renew this process's heartbeat. A process another took for dead (a stall past
-        the heartbeat: see :meth:`State.dead_owners`) is told so by the renewal, and
-        renews no more: every lease it holds is lost (other processes take them back,
-        and fetch and emit their pages), and it goes on under a new name."""
+        the heartbeat: see :meth:`State.dead_owners`) is told so by the renewal, and is
+        dead for good: what it did under its name goes to Redis (the batch in flight, the
+        releases of pages it wrote), every lease it still holds is lost (other processes
+        take them back, and fetch and emit their pages) and it hands nothing more out
+        (:attr:`dead`: the crawl stops; run it again to rejoin the job)."""
         now = time.monotonic()
         stalled = now - self._beat_at
-        alive = self.state.beat(self.owner, self.HEARTBEAT_TTL)
+        alive = self.dead or self.state.beat(self.owner, self.HEARTBEAT_TTL)
         self._beat_at = now
         if alive:
             return
+        self.dead = True
+        self._want = 0
+        self.sync()
         lost = list(self.held)
         self.lost.update(lost)
         self.held.clear()
-        self.owner = f"{_home()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.state.beat(self.owner, self.HEARTBEAT_TTL)
         if self.stats is not None:
             self.stats.inc_value("crawlyx/lease/lost", len(lost))
         logger.warning(
             "This process stalled for %.0f s (past the %d s heartbeat) and was taken for "
-            "dead: its %d leases are other processes' now, which emit their pages",
+            "dead: its %d leases are other processes' now, which emit their pages; it "
+            "stops (run it again to rejoin the job)",
             stalled, self.HEARTBEAT_TTL, len(lost),
         )  # fmt: skip
 

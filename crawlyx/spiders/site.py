@@ -105,6 +105,8 @@ class SiteSpider(Spider):
     def idle(self):
         if self.closing:
             raise CloseSpider("max_pages")
+        if self.visited.dead:  # its work is other processes' now (VisitedTable.heartbeat)
+            raise CloseSpider("taken_for_dead")
 
     def closed_quota(self):
         if self.quota is not None:
