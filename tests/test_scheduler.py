@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 import redis
 from scrapy import Request, signals
+from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
@@ -531,3 +532,17 @@ def test_a_pop_whose_answer_was_lost_is_queued_again(scheduler):
     assert scheduler.has_pending_requests() is True
     assert scheduler.stats.get_value("crawlyx/frontier/unanswered_pops") == 1
     assert scheduler.next_request().url == "http://127.0.0.1:9/lost-answer"
+
+
+def test_a_process_taken_for_dead_hands_nothing_more_out_and_its_spider_stops(scheduler):
+    spider, table = scheduler.spider, scheduler.visited
+    for name in ("a", "b"):
+        scheduler.enqueue_request(Request(f"http://127.0.0.1:9/{name}", spider.parse))
+    held = scheduler.next_request()
+    table.state.retire([table.owner])  # another process found its heartbeat expired
+    table.heartbeat()
+    assert table.dead and held.meta[LEASE_META] in table.lost
+    assert scheduler.next_request() is None
+    assert scheduler.has_pending_requests() is False
+    with pytest.raises(CloseSpider, match="taken_for_dead"):
+        spider.idle()
