@@ -544,5 +544,6 @@ def test_a_process_taken_for_dead_hands_nothing_more_out_and_its_spider_stops(sc
     assert table.dead and held.meta[LEASE_META] in table.lost
     assert scheduler.next_request() is None
     assert scheduler.has_pending_requests() is False
-    with pytest.raises(CloseSpider, match="taken_for_dead"):
+    with pytest.raises(CloseSpider) as stopped:
         spider.idle()
+    assert stopped.value.reason == "taken_for_dead"
