@@ -90,6 +90,13 @@ def own_redis(tmp_path):
     server.stop()
 
 
+def empty_store(state) -> None:
+    """Remove every key of a site store's namespace (breadth, demand): a test's clean slate
+    (crawlyx itself never lists a namespace's keys)."""
+    for key in list(state.client.scan_iter(match=state.prefix + "*", count=1000)):
+        state.client.unlink(key)
+
+
 @pytest.fixture
 def redis_client(redis_url):
     client = redis.Redis.from_url(redis_url)

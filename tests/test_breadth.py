@@ -46,7 +46,7 @@ from crawlyx.breadth.store import (
 )
 from crawlyx.extensions.breadth import Breadth, site_of
 from tests.breadth_worker import flush_worker
-from tests.conftest import crawl_env, free_port
+from tests.conftest import crawl_env, empty_store, free_port
 
 SITE = "https://docs.example.com"
 TODAY = utc_day(time.time())
@@ -72,9 +72,9 @@ def days_ago(n: int) -> str:
 def state(redis_client):
     """The breadth namespace on the test Redis, emptied before and after."""
     state = breadth_state(redis_client)
-    state.delete_all()
+    empty_store(state)
     yield state
-    state.delete_all()
+    empty_store(state)
 
 
 # -- the sketch ------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from crawlyx.demand.store import (
 from crawlyx.demand.tracker import Demand
 from crawlyx.extensions.demand import Demand as DemandExtension
 from crawlyx.sitekeys import ROWS, site_key
-from tests.conftest import crawl_env, free_port
+from tests.conftest import crawl_env, empty_store, free_port
 from tests.test_breadth import FIREFOX, GOOGLE, GPT, SEMRUSH, log_line, scrapy
 
 SITE = "https://docs.example.com"
@@ -54,9 +54,9 @@ def config(**overrides) -> RingConfig:
 def state(redis_client):
     """The demand namespace on the test Redis, emptied before and after."""
     state = demand_state(redis_client)
-    state.delete_all()
+    empty_store(state)
     yield state
-    state.delete_all()
+    empty_store(state)
 
 
 def crawlyx_settings(**overrides) -> dict:
@@ -405,7 +405,7 @@ def test_visits_feeds_the_ring_with_bots_only(state, redis_url, tmp_path):
     assert not read.visited_within(f"{SITE}/only-other", 2 * HOUR)
     assert not read.visited_within(f"{SITE}/gpt-old", ring.span)
     # Off (the default), visits records breadth alone.
-    state.delete_all()
+    empty_store(state)
     result = scrapy("visits", "--site", SITE, str(log), redis_url=redis_url, cwd=tmp_path)
     assert result.returncode == 0 and "demand" not in result.stdout
     assert not list(state.client.scan_iter(match=state.key("*")))
