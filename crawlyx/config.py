@@ -15,7 +15,8 @@ import math
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")  # a Redis Cluster, by its nodes
+REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 PREFIX = "CRAWLYX_"
 
 
@@ -73,7 +74,14 @@ def _integer(value) -> int:
 def check_redis_url(settings) -> None:
     """ValueError unless CRAWLYX_REDIS_URL is empty (the embedded server) or a Redis URL."""
     url = settings.get("CRAWLYX_REDIS_URL") or ""
-    if url and (urlsplit(url).scheme not in REDIS_SCHEMES or _bad_cluster_node(url)):
+    if not url:
+        return
+    try:
+        cluster_nodes(url)  # a cluster's nodes are each host:port
+        bad = urlsplit(url).scheme not in REDIS_SCHEMES
+    except ValueError:
+        bad = True
+    if bad:
         from crawlyx.frontier.state import redact
 
         raise ValueError(
@@ -82,16 +90,19 @@ def check_redis_url(settings) -> None:
         )
 
 
-def _bad_cluster_node(url: str) -> bool:
-    """Whether ``url`` names a Redis Cluster with a node that is no ``host:port``."""
+def cluster_nodes(url: str) -> list[tuple[str, int]]:
+    """The (host, port) of each node a ``redis+cluster://`` URL names (none for another
+    URL); ValueError for a node that is no ``host:port``."""
     parts = urlsplit(url)
-    if not parts.scheme.endswith("+cluster"):
-        return False
+    if parts.scheme not in CLUSTER_SCHEMES:
+        return []
+    nodes = []
     for node in parts.netloc.rpartition("@")[2].split(","):
         host, _, port = node.rpartition(":")
         if not host or not port.isdigit():
-            return True
-    return False
+            raise ValueError(f"a cluster node is host:port, not {node!r}")
+        nodes.append((host.strip("[]"), int(port)))
+    return nodes
 
 
 def check_redis_reachable(settings) -> None:

@@ -30,6 +30,7 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
+from crawlyx.config import CLUSTER_SCHEMES, cluster_nodes
 from crawlyx.frontier import watchdog
 from crawlyx.frontier.watchdog import LOCK, USERS, flock, try_flock
 
@@ -37,8 +38,6 @@ logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "crawlyx"
 
-# CRAWLYX_REDIS_URL schemes of a Redis Cluster: redis+cluster://[user:pass@]host:port[,host:port...]
-CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 
 # Redis unreachable or stalled: the call may be tried again later.
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
@@ -112,13 +111,11 @@ def connect_url(url: str, **options) -> redis.Redis:
     parts = urlsplit(url)
     if parts.scheme not in CLUSTER_SCHEMES:
         return redis.Redis.from_url(url, **options)
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    nodes = []
-    for node in hosts.split(","):
-        host, _, port = node.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"{redact(url)}: a cluster node is host:port, not {node!r}")
-        nodes.append(ClusterNode(host.strip("[]"), int(port)))
+    try:
+        nodes = [ClusterNode(host, port) for host, port in cluster_nodes(url)]
+    except ValueError as exc:
+        raise ValueError(f"{redact(url)}: {exc}") from None
+    userinfo = parts.netloc.rpartition("@")[0]
     if userinfo:
         user, _, password = userinfo.partition(":")
         options.update(username=unquote(user) or None, password=unquote(password) or None)
