@@ -138,13 +138,8 @@ class CrawlCore:
         By its hash alone, once loaded: redis-py would ask whether the script is loaded
         first, a round trip of its own for every batch. A server that lost its scripts
         (restarted) answers NoScriptError: they are loaded again with the next batch,
-        and the party sends its work again (:func:`retryable`). Queued as a command of its
-        own: redis-py's cluster pipeline refuses its ``evalsha`` method (a node may not
-        have the script), and the scripts are loaded on every node."""
-        if script not in self._loaded:
-            script.sha = self.client.script_load(script.script)
-            self._loaded.add(script)
-        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        and the party sends its work again (:func:`retryable`)."""
+        queue_script(self.client, pipe, script, keys, args, self._loaded)
 
     def _execute(self, commands) -> list:
         """On the I/O thread: every party's commands in one pipeline, one round trip."""
@@ -218,6 +213,16 @@ class CrawlCore:
             self._executor = None
 
 
+def queue_script(client, pipe, script, keys: list, args: list, loaded: set) -> None:
+    """Queue the registered Lua ``script`` on ``pipe`` by its hash, loaded first (on every
+    node of a cluster) unless it is in ``loaded``, the scripts loaded so far. Queued as a
+    command of its own: redis-py's cluster pipeline refuses its ``evalsha`` method."""
+    if script not in loaded:
+        script.sha = client.script_load(script.script)
+        loaded.add(script)
+    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+
+
 def run_scripts(client, calls, loaded: set) -> list:
     """Registered Lua scripts, ``calls`` of (script, keys, args), in one pipeline on
     ``client`` (a call that needs its answers now, outside the core's batches). By hash
@@ -229,11 +234,7 @@ def run_scripts(client, calls, loaded: set) -> list:
     for _ in range(2):
         pipe = client.pipeline(transaction=False)
         for i in todo:
-            script, keys, args = calls[i]
-            if script not in loaded:
-                script.sha = client.script_load(script.script)
-                loaded.add(script)
-            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            queue_script(client, pipe, *calls[i], loaded)
         answers = pipe.execute(raise_on_error=False)
         for i, answer in zip(todo, answers, strict=True):
             results[i] = answer
