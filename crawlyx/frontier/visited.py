@@ -271,7 +271,7 @@ class VisitedTable:
     # dead (stopped, or its reactor blocked): its leases may be another's now. Short of
     # the TTL by a margin for the round trip and for clocks.
     STALL = HEARTBEAT_TTL - 10
-    # Claims, pushes and hops per script call. A page of many thousands of links would
+    # Claims and pushes per script call. A page of many thousands of links would
     # otherwise be one long call that holds Redis up for every process of the crawl.
     CHUNK = 2000
     # Pops a batch asks of one shard: a batch's pops go to the next few shards in turn.
@@ -430,12 +430,6 @@ class VisitedTable:
     def _calls(self, pending: list[bytes], dones: list[str], pops: int) -> list[_Call]:
         """The per-shard script calls that send ``pending`` claims and pushes, mark
         ``dones`` done and pop up to ``pops`` requests from the next shards in turn."""
-        if len(self.shards) == 1:  # every fingerprint's: no need to sort them out
-            c = _Call(self.shards[0])
-            c.triples, c.dones, c.pops = pending, dones, pops
-            c.claims, c.released = range(pending[::3].count(b"c")), range(len(dones))
-            c.script = (self._sync, c.shard.sync_keys, c.args(self.owner))
-            return [c]
         calls: dict[int, _Call] = {}
 
         def call(shard: Shard) -> _Call:
@@ -443,18 +437,23 @@ class VisitedTable:
                 calls[shard.n] = _Call(shard)
             return calls[shard.n]
 
-        claims = 0
-        for i in range(0, len(pending), 3):
-            fp = pending[i + 1]
-            c = call(self.shards[0] if fp == NO_FP else self.shard(fp))
-            c.triples += pending[i : i + 3]
-            if pending[i] == b"c":
-                c.claims.append(claims)
-                claims += 1
-        for i, fp in enumerate(dones):
-            c = call(self.shard(fp))
-            c.dones.append(fp)
-            c.released.append(i)
+        if len(self.shards) == 1:  # every fingerprint's: no need to sort them out
+            c = call(self.shards[0])
+            c.triples, c.dones = pending, dones
+            c.claims, c.released = range(pending[::3].count(b"c")), range(len(dones))
+        else:
+            claims = 0
+            for i in range(0, len(pending), 3):
+                fp = pending[i + 1]
+                c = call(self.shards[0] if fp == NO_FP else self.shard(fp))
+                c.triples += pending[i : i + 3]
+                if pending[i] == b"c":
+                    c.claims.append(claims)
+                    claims += 1
+            for i, fp in enumerate(dones):
+                c = call(self.shard(fp))
+                c.dones.append(fp)
+                c.released.append(i)
         if pops:
             n = len(self.shards)
             ask = min(n, -(-pops // self.POPS_PER_SHARD))
@@ -536,13 +535,13 @@ class VisitedTable:
                 results = [results] * len(calls)
             popped, won, claims, failed = [], 0, 0, None
             for c, result in zip(calls, results, strict=True):
-                if isinstance(result, Exception):
-                    failed = result
                 if not isinstance(result, Exception):
                     won += sum(result[0])
                     claims += len(c.claims)
                     popped += result[2]
-                elif retryable(result):  # kept, in order, for the next round trip
+                    continue
+                failed = result
+                if retryable(result):  # kept, in order, for the next round trip
                     self._pending[:0], self._dones[:0] = c.triples, c.dones
                     # Releases held back for claims of this batch wait for them again.
                     self._dones[:0], self._ready = self._ready, []
