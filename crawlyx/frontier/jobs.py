@@ -170,11 +170,11 @@ def job_names(client) -> list[str]:
     pipe = client.pipeline(transaction=False)
     for name in names:
         pipe.exists(State(client, name).key(RECORD))
-    alive = pipe.execute()
-    gone_jobs = [name for name, exists in zip(names, alive, strict=True) if not exists]
+    alive = dict(zip(names, pipe.execute(), strict=True))
+    gone_jobs = [name for name, exists in alive.items() if not exists]
     if gone_jobs:
         client.srem(JOBS, *gone_jobs)
-    return [name for name, exists in zip(names, alive, strict=True) if exists]
+    return [name for name, exists in alive.items() if exists]
 
 
 def describe(state: State) -> dict:
@@ -184,7 +184,7 @@ def describe(state: State) -> dict:
     pipe = state.client.pipeline(transaction=False)
     pipe.hgetall(record_key)
     pipe.ttl(record_key)
-    raw, record_ttl = pipe.execute()
+    raw, ttl = pipe.execute()
     queued, parked, leased = table.size()
     record = {k.decode(): v.decode(errors="replace") for k, v in raw.items()}
     owners = live_owners(state)
@@ -194,7 +194,6 @@ def describe(state: State) -> dict:
         status = "paused"
     else:
         status = "finished"
-    ttl = record_ttl
     return {
         "job": state.job,
         "state": status,
