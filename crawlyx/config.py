@@ -28,6 +28,13 @@ def closest(name: str, known: Iterable[str], prefix: str = "") -> str | None:
     return names[match[0]] if match else None
 
 
+# Settings crawlyx had and has no more, and why: named as such rather than as unknown.
+REMOVED = {
+    "CRAWLYX_MARKDOWN_SITE_BOILERPLATE": "a page's markdown is made from the page alone, "
+    "never from what other pages of the crawl repeat",
+}
+
+
 def check_known(settings) -> None:
     """ValueError naming the first ``CRAWLYX_*`` setting crawlyx does not declare, and the
     declared one closest to it. The value is not shown: it may be a password."""
@@ -35,6 +42,8 @@ def check_known(settings) -> None:
 
     known = {name for name in vars(defaults) if name.startswith(PREFIX)}
     for name in settings:
+        if name in REMOVED:
+            raise ValueError(f"{name} was removed: {REMOVED[name]}")
         if name.startswith(PREFIX) and name not in known:
             match = closest(name, known, PREFIX)
             hint = f"; did you mean {match}?" if match else " (see crawlyx/settings.py)"

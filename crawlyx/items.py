@@ -45,6 +45,3 @@ class PageItem(scrapy.Item):
     elapsed_ms = scrapy.Field()
     bytes = scrapy.Field()
     changed = scrapy.Field()  # new, or its markdown differs from the last crawl's
-    # Not exported: the markdown's block keys, for the pipeline that drops repeated
-    # blocks (see crawlyx.content.boilerplate); the pipeline removes it.
-    blocks = scrapy.Field()

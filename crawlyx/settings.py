@@ -34,7 +34,6 @@ CRAWLYX_MAX_LINKS_PER_PAGE = 10_000
 CRAWLYX_MARKDOWN_WORKERS = 0  # 0: one per core
 CRAWLYX_MARKDOWN_MAIN_CONTENT = True  # false: convert the whole page
 CRAWLYX_MARKDOWN_LINKS = "inline"  # inline | reference | none
-CRAWLYX_MARKDOWN_SITE_BOILERPLATE = True  # drop blocks repeated across the site's pages
 # Each document once: a page whose markdown is byte for byte an earlier page's of the job is
 # not written, but recorded as a `duplicate` of it (crawlyx/pipelines/copies.py).
 CRAWLYX_COPIES_ENABLED = True

@@ -20,7 +20,7 @@ from tests.conftest import crawl_command, crawl_env, read_items
 
 # The audit finds the site's exact copies in the link graph; the output writes a copy once
 # (tests/test_copies.py), which is off here so that every page's item can be compared.
-SETTINGS = {"CRAWLYX_MARKDOWN_SITE_BOILERPLATE": "false", "CRAWLYX_COPIES_ENABLED": "false"}
+SETTINGS = {"CRAWLYX_COPIES_ENABLED": "false"}
 # Two requests at a time per host (for the whole job), and slow answers: both processes
 # get pages to crawl.
 SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}

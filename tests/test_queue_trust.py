@@ -52,7 +52,6 @@ def planted_page(url: str) -> dict:
         "lang": "en",
         "canonical": None,
         "markdown": PLANTED,
-        "blocks": None,
         "digest": "0123456789abcdef",
         "signature": None,
         "robots": [],

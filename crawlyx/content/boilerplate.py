@@ -1,5 +1,5 @@
-"""Blocks that are not content: those that repeat within one page or across many pages
-of one crawl, and the short lines after an article's end.
+"""Blocks of a page's markdown that are not content: passages the page repeats, the short
+lines after an article's end, photo credits and other products.
 
 A page that shows a passage twice (a carousel's cloned slides, the same section laid out
 once for phones and once for desktops) says it once in its markdown: :func:`drop_repeats`
@@ -20,29 +20,10 @@ that carry one ("Foto: dpa", "Photograph by ...", "© Getty Images").
 A product page shows other products too, under headings that say so ("Similar items",
 "Customers who viewed this item also viewed"): :func:`drop_other_products` drops those
 sections, each heading with what it heads.
-
-A single-page extractor cannot tell the site's sidebar promo or its "about us" blurb
-from content; a crawler sees them on page after page. Each page's markdown is split
-into blocks (fenced code kept whole); a paragraph, list or quote already seen on at
-least ``min_pages`` pages, and on ``share`` of all pages so far, is dropped. Headings,
-code and tables are structure or data and always stay, as does the first block (the
-title). The first pages of a crawl cannot be judged yet and keep their blocks.
-
-Where a block sits decides whether it is judged at all, so that a page's own text never
-depends on the pages read before it: only the blocks at either end of a page's text
-(:data:`EDGE_BLOCKS`), where a site puts its promos and notes, are; a block between
-the page's paragraphs, and the one-line label or caption of code or a table
-("Filename: src/main.rs", "Listing 4-4: ..."), a book's chapters repeat by the dozen,
-are not.
-
-Counts are per process and bounded: when the table is full, blocks seen only once
-are forgotten. Blocks are split and keyed in the page workers (:func:`block_keys`);
-the crawl process only counts keys, and splits a page again only to drop a block.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 _FENCES = ("```", "~~~")
@@ -200,68 +181,3 @@ def drop_other_products(markdown: str) -> str:
 def _judged(block: str) -> bool:
     """Paragraphs, lists and quotes are judged; headings, code and tables never."""
     return not block.startswith(("#", *_DATA))
-
-
-# A site's own blocks sit around a page's text (a promo or a note before it, an "about
-# us" blurb, a newsletter box, "Written by" after it), not between its paragraphs: only
-# the blocks this near either end of a page are judged.
-EDGE_BLOCKS = 3
-LABEL_WORDS = 12  # a one-line block beside code or a table this short is its label
-_LIST_OR_QUOTE = re.compile(r"(?:[-*+]|\d+[.)])\s|>")
-
-
-def block_keys(markdown: str) -> list[int | None]:
-    """A key per block of ``markdown`` (a 64-bit hash, the same in every process), None
-    for a block never judged: the first (the title), headings, code and tables, what
-    sits between the page's own blocks (more than :data:`EDGE_BLOCKS` from either end),
-    and the label or caption of code or of a table ("Filename: src/main.rs" above a
-    listing, "Listing 4-4: ..." under it), which a book repeats on page after page."""
-    blocks = split_blocks(markdown)
-    last = len(blocks) - 1
-    return [
-        int.from_bytes(hashlib.blake2b(b.encode(), digest_size=8).digest())
-        if i
-        and _judged(b)
-        and (i <= EDGE_BLOCKS or last - i < EDGE_BLOCKS)
-        and not _labels_data(blocks, i)
-        else None
-        for i, b in enumerate(blocks)
-    ]
-
-
-def _labels_data(blocks: list[str], i: int) -> bool:
-    """Block ``i`` is a one-line label right above or below code or a table."""
-    block = blocks[i]
-    if "\n" in block or len(block.split()) > LABEL_WORDS or _LIST_OR_QUOTE.match(block):
-        return False
-    return any(
-        0 <= j < len(blocks) and blocks[j].lstrip().startswith(_DATA) for j in (i - 1, i + 1)
-    )
-
-
-class RepeatedBlocks:
-    def __init__(self, min_pages: int = 5, share: float = 0.2, capacity: int = 1 << 16):
-        self.min_pages = min_pages
-        self.share = share
-        self.capacity = capacity
-        self.pages = 0
-        self.counts: dict[int, int] = {}
-
-    def filter(self, markdown: str, keys: list[int | None] | None = None) -> tuple[str, int]:
-        """The markdown without the site's repeated blocks, and how many were dropped;
-        ``keys`` are its :func:`block_keys` if they are at hand."""
-        if keys is None:
-            keys = block_keys(markdown)
-        self.pages += 1
-        counts = self.counts
-        if len(counts) > self.capacity:
-            self.counts = counts = {k: n for k, n in counts.items() if n > 1}
-        for key in set(keys) - {None}:
-            counts[key] = counts.get(key, 0) + 1
-        threshold = max(self.min_pages, self.share * self.pages)
-        drop = [k is not None and counts[k] >= threshold for k in keys]
-        if not any(drop):
-            return markdown, 0
-        blocks = split_blocks(markdown)
-        kept = [b for b, dropped in zip(blocks, drop, strict=True) if not dropped]
-        return "\n\n".join(kept) + "\n", len(blocks) - len(kept)

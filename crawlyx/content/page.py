@@ -13,7 +13,6 @@ from base64 import b64encode
 from hashlib import blake2b
 from urllib.parse import urljoin
 
-from crawlyx.content.boilerplate import block_keys
 from crawlyx.content.extract import attribute_values, document_markdown, parse_document
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.graph.neardup import signature
@@ -39,16 +38,15 @@ def analyze(
     text, for the links that have one), ``robots`` (name, content of robots meta tags:
     ``robots`` and ``*bot``), ``frames`` (:func:`noscript_frames`: [normalized URL, URL to
     fetch] of each table of contents the page loads in a noscript frame), ``shell`` (see
-    :func:`is_shell`), ``markdown`` and its
-    ``blocks`` (:func:`crawlyx.content.boilerplate.block_keys`) of a page fetched from ``url``,
-    the markdown's ``digest`` (:func:`digest`) and its ``signature``
+    :func:`is_shell`), ``markdown`` of a page fetched from ``url``, the markdown's
+    ``digest`` (:func:`digest`) and its ``signature``
     (:func:`crawlyx.urls.traps.content_signature`) if the URL has a pattern
     (:func:`crawlyx.urls.traps.url_pattern`), else None. With
     ``neardup``, ``neardup`` is the markdown's :func:`crawlyx.graph.neardup.signature`,
     base64 (the page stays plain data: it may travel in a request's meta).
 
-    Everything the crawl process would otherwise compute per link or per block is done
-    here: the crawl process is the one that cannot spread over cores."""
+    Everything the crawl process would otherwise compute per link is done here: the
+    crawl process is the one that cannot spread over cores."""
     doc = parse_document(page)
     data = {"title": None, "description": None, "lang": None, "canonical": None}
     data.update(links={}, anchors={}, links_capped=0, robots=[], frames=[])
@@ -62,7 +60,6 @@ def analyze(
         data["frames"] = noscript_frames(doc, base, scope)
         data["robots"] = robots_meta(doc)
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
-    data["blocks"] = block_keys(data["markdown"])
     data["digest"] = digest(data["markdown"])
     data["signature"] = content_signature(data["markdown"]) if url_pattern(url) else None
     if neardup:

@@ -9,11 +9,10 @@ to pages the registry does not know yet (a known page is fetched when it is due,
 because something links it). When none is due, it says how many pages the registry
 knows and when the first comes due, at the start and again at the end.
 
-Unchanged means a 304, or the same markdown hash (the hash is taken of the page's
-markdown before site-wide boilerplate is dropped: that depends on which pages a run
-happened to read). Unchanged pages are not emitted unless ``-a emit=all``, which also
-drops the conditional headers (a 304 has nothing to emit). A known page that answers
-404 or 410 is gone: it leaves the registry and is recorded under the ``gone`` class.
+Unchanged means a 304, or the same markdown hash. Unchanged pages are not emitted
+unless ``-a emit=all``, which also drops the conditional headers (a 304 has nothing to
+emit). A known page that answers 404 or 410 is gone: it leaves the registry and is
+recorded under the ``gone`` class.
 
 When the page was due, the rung ladder (:mod:`.ladder`, CRAWLYX_DEMAND_ENABLED) decides
 its next interval first, from the visit ring; a dry run moves only the shadow interval.

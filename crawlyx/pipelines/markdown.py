@@ -1,10 +1,9 @@
-"""Finishes each page's markdown with what only the whole crawl knows.
+"""Finishes each page's markdown with what only the crawl process has.
 
-The markdown itself is made in the worker pool (:mod:`crawlyx.content.workers`); here, in the
-crawl process, blocks that repeat across the site's pages are dropped (see
-:mod:`crawlyx.content.boilerplate`) and the content hash is taken of what remains (and
-recorded in the job's link graph), and the page registry's answer to whether the page
-changed is waited for.
+The markdown itself is made in the worker pool (:mod:`crawlyx.content.workers`), from the
+page alone: what a page's markdown holds never depends on which pages were read before it
+or by which process. Here its content hash is taken (and recorded in the job's link
+graph), and the page registry's answer to whether the page changed is waited for.
 """
 
 from __future__ import annotations
@@ -12,25 +11,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
-from crawlyx.content.boilerplate import RepeatedBlocks
 from crawlyx.parts import crawl_parts
 
 
 class MarkdownPipeline:
-    def __init__(self, crawler, repeated: RepeatedBlocks | None):
-        self.stats = crawler.stats
-        self.repeated = repeated
+    def __init__(self, crawler):
         self.graph = crawl_parts(crawler).graph
 
     @classmethod
     def from_crawler(cls, crawler):
-        settings = crawler.settings
-        repeated = None
-        if settings.getbool("CRAWLYX_MARKDOWN_MAIN_CONTENT") and settings.getbool(
-            "CRAWLYX_MARKDOWN_SITE_BOILERPLATE"
-        ):
-            repeated = RepeatedBlocks()
-        return cls(crawler, repeated)
+        return cls(crawler)
 
     def process_item(self, item):
         changed = item.get("changed")
@@ -45,14 +35,9 @@ class MarkdownPipeline:
         return self._finish(item)
 
     def _finish(self, item):
-        keys = item.pop("blocks", None)
         markdown = item.get("markdown")
         if markdown is None:
             return item
-        if self.repeated is not None:
-            markdown, dropped = self.repeated.filter(markdown, keys)
-            self.stats.inc_value("crawlyx/markdown/repeated_blocks_dropped", dropped)
-        item["markdown"] = markdown
         item["content_hash"] = hashlib.sha256(markdown.encode()).hexdigest()
         if self.graph is not None and markdown:  # pages without content are no duplicates
             self.graph.content_hash(item["url"], item["content_hash"])

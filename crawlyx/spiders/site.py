@@ -487,7 +487,6 @@ class SiteSpider(Spider):
             lang=page["lang"],
             canonical=page["canonical"],
             markdown=page["markdown"],
-            blocks=page["blocks"],
             links=sorted(page["links"]),
             content_hash=None,
             etag=facts["etag"],

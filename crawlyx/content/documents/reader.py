@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from base64 import b64encode
 
-from crawlyx.content.boilerplate import block_keys
 from crawlyx.content.documents import Unreadable, docx, layout, pdf
 from crawlyx.content.page import digest
 from crawlyx.frontier.fingerprint import normalized_fingerprint
@@ -62,7 +61,6 @@ def _page(text, meta, headings, uris, url, scope, neardup) -> dict:
         "shell": False,
         "markdown": text,
     }
-    data["blocks"] = block_keys(text)
     data["digest"] = digest(text)
     data["signature"] = content_signature(text) if url_pattern(url) else None
     if neardup:
