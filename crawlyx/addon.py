@@ -73,8 +73,6 @@ COMPONENTS = {
     "EXTENSIONS": {
         "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it
         "scrapy.extensions.telnet.TelnetConsole": None,
-        # Off (REMOTE_CONTROL_ENABLED); not even loaded: it imports aiohttp's web server.
-        "scrapy.extensions.remote_control.RemoteControl": None,
         "crawlyx.extensions.progress.Progress": 500,
         "crawlyx.extensions.breadth.Breadth": 510,
         "crawlyx.extensions.demand.Demand": 515,
@@ -91,6 +89,20 @@ COMPONENTS = {
         "": "crawlyx.feeds.FileFeedStorage",
         "file": "crawlyx.feeds.FileFeedStorage",
     },
+}
+
+
+# Off, and taken out of Scrapy's base lists rather than set to None in the lists above:
+# Scrapy imports an entry set to None to match it with its base entry, and these import
+# what the crawl's start then waits for (aiohttp's web server, tldextract: 275 ms).
+# RemoteControl is never on (see REMOTE_CONTROL_ENABLED above); cookies are on when the
+# project or the command line turn them on.
+UNLOADED = {
+    "EXTENSIONS_BASE": ("scrapy.extensions.remote_control.RemoteControl", None),
+    "DOWNLOADER_MIDDLEWARES_BASE": (
+        "scrapy.downloadermiddlewares.cookies.CookiesMiddleware",
+        "COOKIES_ENABLED",
+    ),
 }
 
 
@@ -121,6 +133,9 @@ class Addon:
             settings.set(name, value, priority="addon")
         for name, entries in COMPONENTS.items():
             set_entries(settings, name, entries)
+        for name, (path, enabled) in UNLOADED.items():
+            if not (enabled and settings.getbool(enabled)):
+                settings[name].delete(path, priority="addon")
         spider = self.crawler.spider
         if spider is None:  # a crawler built for its components alone (a test, a tool)
             return

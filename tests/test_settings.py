@@ -36,11 +36,30 @@ def crawl_settings(module: str = "crawlyx.settings", **overrides) -> Settings:
     return crawler.settings
 
 
-def test_remote_control_is_off():
+REMOTE_CONTROL = "scrapy.extensions.remote_control.RemoteControl"
+COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+
+
+def test_remote_control_is_off_even_when_asked_for():
     # Scrapy 2.19's RemoteControl executes posted Python code.
-    settings = crawl_settings()
-    assert settings.getbool("REMOTE_CONTROL_ENABLED") is False
-    assert settings.getdict("EXTENSIONS")["scrapy.extensions.remote_control.RemoteControl"] is None
+    for settings in (crawl_settings(), crawl_settings(REMOTE_CONTROL_ENABLED=True)):
+        assert REMOTE_CONTROL not in settings.getwithbase("EXTENSIONS")
+
+
+def test_components_that_are_off_are_not_even_imported():
+    """Out of Scrapy's base lists, not set to None (an entry set to None is imported):
+    cookies are off unless turned on."""
+    code = (
+        "import sys; from tests.test_settings import crawl_settings as c, COOKIES; "
+        "from scrapy.utils.conf import build_component_list as b; s = c(); "
+        "b(s.getwithbase('EXTENSIONS')); b(s.getwithbase('DOWNLOADER_MIDDLEWARES')); "
+        "assert COOKIES not in s.getwithbase('DOWNLOADER_MIDDLEWARES'); "
+        "print(sorted({'aiohttp', 'tldextract'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stderr
+    middlewares = crawl_settings(COOKIES_ENABLED=True).getwithbase("DOWNLOADER_MIDDLEWARES")
+    assert middlewares[COOKIES] == 700
 
 
 def test_the_addon_wires_the_components():

