@@ -99,7 +99,6 @@ def _start_worker(crawl_pid: int, board: Board | None = None) -> None:
     # A Ctrl-C in the terminal reaches the whole process group: the crawl process pauses
     # the crawl, and the page a worker is reading is still wanted.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.nice(10)
     threading.Thread(target=_exit_with, args=(crawl_pid,), daemon=True).start()
     if board is not None:
         board.join()
@@ -107,6 +106,10 @@ def _start_worker(crawl_pid: int, board: Board | None = None) -> None:
     import numpy  # noqa: F401 - for the near-duplicate signatures
 
     import crawlyx.content.page  # noqa: F401
+
+    # Only once ready: the crawl's first pages wait for the imports, which a worker
+    # below the crawl process's priority would make while the crawl process starts.
+    os.nice(10)
 
 
 def _exit_with(crawl_pid: int) -> None:
