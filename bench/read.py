@@ -4,7 +4,7 @@
 
 Prints milliseconds per page, best of ``--repeat`` passes on one core, for: crawlyx's
 whole read (:func:`crawlyx.content.page.analyze`: one parse, metadata, links normalized and
-fingerprinted, main content, markdown, block keys), the converter alone on the whole
+fingerprinted, main content, markdown), the converter alone on the whole
 page, stock markdownify on the whole page (what the plain Scrapy spider runs), and the
 content signature a page whose URL has a pattern adds (crawlyx/urls/traps.py).
 """

@@ -99,8 +99,20 @@ _CREDIT = re.compile(
 )
 
 
+# A word each credit has, looked for in lowercased text before the pattern: the pattern
+# takes a millisecond over a 50 KB page, the words a twentieth of that.
+_CREDIT_WORDS = ("foto", "bild", "photo", "image", "credit", "crédit", "©", "getty", "istock")
+
+
+def _may_credit(text: str) -> bool:
+    lowered = text.lower()
+    return any(word in lowered for word in _CREDIT_WORDS)
+
+
 def drop_credits(markdown: str) -> str:
     """``markdown`` without the short blocks that credit a photo (and so are its caption)."""
+    if not _may_credit(markdown):
+        return markdown
     blocks = split_blocks(markdown)
     kept = [
         block
@@ -108,7 +120,7 @@ def drop_credits(markdown: str) -> str:
         if not i
         or not _judged(block)
         or len(block.split()) > CREDIT_WORDS
-        or not _CREDIT.search(block)
+        or not (_may_credit(block) and _CREDIT.search(block))
     ]
     if len(kept) == len(blocks):
         return markdown

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from itertools import islice
 from urllib.parse import urljoin, urlsplit
 
@@ -529,6 +530,7 @@ _SOURCE_LINK_NAME = re.compile(r"(?<![\w-])(?:src|srclink)(?![\w-])")
 _SEPARATOR = re.compile(r"^\s*[·|•–—-]\s*")
 
 
+@lru_cache(maxsize=4096)  # a page's containers repeat a few names, a site's pages too
 def _judged(names: str, page_type: str | None) -> bool:
     """A container of these names is judged as boilerplate on a page of this type."""
     if page_type == "discussion" and _COMMENTS.search(names):

