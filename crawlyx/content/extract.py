@@ -1055,15 +1055,18 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
 def _title_only(root) -> bool:
     """Nothing but the title is left: the page has no content (its text is drawn by
     scripts, or it is an empty listing). Its markdown is empty, not a lone heading."""
+    if next(root.iter("img"), None) is not None:
+        return False
     headings = [h1 for h1 in root.iter("h1") if next(h1.iterdescendants(*_BLOCKS), None) is None]
     # Words counted text by text: the title and a one-word paragraph, or table cells
-    # written without a space between them, are not one word.
-    words = _words(root) - sum(_words(h1) for h1 in headings)  # an h1 left open holds more
-    return words <= 0 and next(root.iter("img"), None) is None
-
-
-def _words(el) -> int:
-    return sum(len(text.split()) for text in el.itertext())
+    # written without a space between them, are not one word. An h1 left open holds more.
+    title = sum(len(text.split()) for h1 in headings for text in h1.itertext())
+    words = 0
+    for text in root.itertext():
+        words += len(text.split())
+        if words > title:
+            return False  # counted no further than the first words past the title's
+    return True
 
 
 def page_markdown(

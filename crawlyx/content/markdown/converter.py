@@ -127,6 +127,7 @@ class _State(threading.local):
     links = "inline"  # inline | reference | none
     refs: dict[str, int]
     numbers: dict  # an ordered list -> its items' numbers, once one is converted
+    targets: dict[str, str]  # an href -> its link target: a page repeats its links
     origin: str | None = None  # scheme://host of an http(s) base_url
 
 
@@ -159,6 +160,7 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         state.links = links
         state.refs = {}
         state.numbers = {}
+        state.targets = {}
         state.page_url = urldefrag(base_url)[0] if base_url else ""
         state.base_url = base_url
         if isinstance(base_href, str):
@@ -171,6 +173,7 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             text = self.process_tag(build(root, MAX_DEPTH), frozenset())
         finally:
             state.numbers = {}  # it holds the tree
+            state.targets = {}
         if state.refs:
             text += "\n\n" + "\n".join(f"[{n}]: {url}" for url, n in state.refs.items())
         return _finish(text)
@@ -306,6 +309,13 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         """Absolute URL for an href, or '' when the link should become plain text."""
         if not isinstance(href, str):
             return ""
+        targets = self._state.targets
+        target = targets.get(href)
+        if target is None:
+            target = targets[href] = self._resolve(href)
+        return target
+
+    def _resolve(self, href: str) -> str:
         href = _re_url_ws.sub("", href).strip()
         if not href or href.startswith("#") or _re_bad_scheme.match(href):
             return ""
