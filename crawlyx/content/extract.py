@@ -714,6 +714,8 @@ def _container(body, stats):
             break  # a lead or an intro above the body belongs with it, right beside it or not
         if child.tag in _LISTS and _heading_before(child):
             break  # a list under its heading is that section's content, not the page's
+        if _is_section(el) and _is_section(child) and sum(map(_is_section, children)) > 1:
+            break  # a long subsection is one of the page's parts ("Tests", "Installation"...)
         el = child
     while el.tag in _TABLE_PARTS and el.getparent() is not None:
         el = el.getparent()  # a table's rows are the table's content, rendered as one
@@ -771,6 +773,15 @@ def _linked(items: list, enough: float) -> bool:
             break
         linked += item.tag == "a" or item.find(".//a") is not None
     return linked >= enough
+
+
+def _is_section(el) -> bool:
+    """A section of a document, opening with its heading: ``<section>``, or docutils'
+    ``<div class="section">``."""
+    if el.tag != "section" and not (el.tag == "div" and "section" in el.get("class", "").split()):
+        return False
+    first = next((c for c in el if isinstance(c.tag, str)), None)
+    return first is not None and first.tag in _HEADINGS
 
 
 def _heading_before(el) -> bool:
