@@ -952,22 +952,27 @@ def test_toggle_labels_version_badges_and_source_links_are_not_text():
 
 
 @pytest.mark.parametrize("section", ['<section id="{}">', '<div class="section" id="{}">'])
-def test_a_long_subsection_does_not_leave_its_siblings_behind(section):
-    """A Sphinx page's sections: one of them holds most of the words, the short ones
-    beside it (with their code) are the page's too."""
+@pytest.mark.parametrize("nested", [True, False])
+def test_a_long_section_does_not_leave_its_siblings_behind(section, nested):
+    """A Sphinx page's sections, under its title's section or beside it: one of them
+    holds most of the words, the short ones beside it (with their code) are the page's
+    too."""
     close = "</section>" if section.startswith("<section") else "</div>"
+    title = f"{section.format('contributing')}<h1>Contributing</h1>"
+    if not nested:
+        title += f"<p>How to help.</p>{close}"
     reference = "".join(
         f"<p>The reference paragraph {n} explains one more option of the service.</p>"
         for n in range(30)
     )
     page = f"""<html><body><nav class="sidebar"><a href="/">Home</a></nav>
-<div role="main">{section.format("contributing")}<h1>Contributing</h1>
+<div role="main">{title}
 {section.format("tests")}<h2>Tests</h2><p>Include tests in your pull requests.</p>
 <div class="highlight-shell"><pre>pytest tests</pre></div>{close}
 {section.format("install")}<h2>Installation</h2><p>Clone the repository and run:</p>
 <div class="highlight-shell"><pre>pip install -e .</pre></div>{close}
 {section.format("reference")}<h2>Developer documentation</h2>{reference}{close}
-{close}</div></body></html>"""
+{close if nested else ""}</div></body></html>"""
     markdown = page_markdown(page, "https://docs.example/contributing.html")
     for kept in ("# Contributing", "## Tests", "pytest tests", "pip install -e .", "option"):
         assert kept in markdown

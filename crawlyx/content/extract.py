@@ -714,8 +714,8 @@ def _container(body, stats):
             break  # a lead or an intro above the body belongs with it, right beside it or not
         if child.tag in _LISTS and _heading_before(child):
             break  # a list under its heading is that section's content, not the page's
-        if _is_section(el) and _is_section(child) and sum(map(_is_section, children)) > 1:
-            break  # a long subsection is one of the page's parts ("Tests", "Installation"...)
+        if _is_section(child) and sum(map(_is_section, children)) > 1:
+            break  # a long section is one of the page's parts ("Tests", "Installation"...)
         el = child
     while el.tag in _TABLE_PARTS and el.getparent() is not None:
         el = el.getparent()  # a table's rows are the table's content, rendered as one
