@@ -977,3 +977,28 @@ def test_a_long_section_does_not_leave_its_siblings_behind(section, nested):
     for kept in ("# Contributing", "## Tests", "pytest tests", "pip install -e .", "option"):
         assert kept in markdown
     assert "Home" not in markdown
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        '<script src="_static/documentation_options.js?v=5929fcd5"></script>',  # Sphinx
+        '<meta name="generator" content="javadoc/ClassWriterImpl">',
+        '<meta name="generator" content="rustdoc">',
+    ],
+)
+def test_an_api_reference_keeps_the_docstring_two_methods_share(marker):
+    doc = (
+        "<p>Translate a group of selectors to XPath.</p>"
+        "<p>Pseudo-elements are not supported here since XPath only knows real elements.</p>"
+        "<ul><li>css: a group of selectors as a string.</li>"
+        "<li>prefix: prepended to the XPath expression for each selector.</li></ul>"
+    )
+    page = f"""<html><head>{marker}</head><body><div role="main"><h1>API</h1>
+<h2>GenericTranslator.css_to_xpath</h2>{doc}<h2>HTMLTranslator.css_to_xpath</h2>{doc}
+</div></body></html>"""
+    markdown = page_markdown(page, "https://docs.example/api.html")
+    assert markdown.count("Pseudo-elements are not supported") == 2
+    assert markdown.count("prefix: prepended") == 2
+    # Elsewhere a passage shown twice (a carousel's clones) is said once.
+    assert page_markdown(page.replace(marker, ""), "https://x.example/").count("prefix:") == 1

@@ -89,8 +89,10 @@ _DISCUSSION_LD = _ld_type("DiscussionForumPosting|QAPage")
 _PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
 _OG_TYPE = ("property", "og:type")  # of a <meta>
 _GENERATOR = ("name", "generator")
+_SPHINX_SCRIPT = "_static/documentation_options.js"
 _DOCS_GENERATOR = re.compile(
-    r"\s*(?:mkdocs|sphinx|docusaurus|vitepress|vuepress|gitbook|mdbook|starlight|docfx|antora)",
+    r"\s*(?:mkdocs|sphinx|docusaurus|vitepress|vuepress|gitbook|mdbook|starlight|docfx|antora|"
+    r"javadoc|rustdoc|doxygen|typedoc|pdoc)",
     re.IGNORECASE,
 )
 _JSON_LD = "application/ld+json"  # a <script>'s type
@@ -1022,6 +1024,8 @@ def _page_type(doc) -> str | None:
     product); else None."""
     if any(_DOCS_GENERATOR.match(g) for g in attribute_values(doc, "meta", "content", *_GENERATOR)):
         return "documentation"
+    if any(_SPHINX_SCRIPT in src for src in attribute_values(doc, "script", "src")):
+        return "documentation"  # Sphinx names itself in no meta tag; every theme loads it
     og = {t.strip().lower() for t in attribute_values(doc, "meta", "content", *_OG_TYPE)}
     markup = " ".join(s.text or "" for s in doc.iter("script") if s.get("type") == _JSON_LD)
     if _DISCUSSION_LD.search(markup):
@@ -1055,9 +1059,11 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     if _title_only(root):
         return ""
     href = base.get("href") if base is not None else None
-    markdown = drop_repeats(element_to_markdown(root, url, links, href))
-    if page_type != "documentation":  # where a figure's caption says what it shows
-        markdown = drop_credits(markdown)
+    markdown = element_to_markdown(root, url, links, href)
+    # An API reference repeats itself (two methods, one docstring); a figure's caption
+    # says what it shows.
+    if page_type != "documentation":
+        markdown = drop_credits(drop_repeats(markdown))
     if page_type == "product":
         return drop_other_products(markdown)
     return drop_article_tail(markdown) if page_type == "article" else markdown
