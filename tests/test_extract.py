@@ -1002,3 +1002,18 @@ def test_an_api_reference_keeps_the_docstring_two_methods_share(marker):
     assert markdown.count("prefix: prepended") == 2
     # Elsewhere a passage shown twice (a carousel's clones) is said once.
     assert page_markdown(page.replace(marker, ""), "https://x.example/").count("prefix:") == 1
+
+
+def test_a_box_around_code_is_code_whatever_its_name():
+    """mkdocstrings puts a function's signature in a "doc-signature" box: a forum's
+    "signature" is boilerplate, a listing is not."""
+    page = """<html><body><article><h1>Applications</h1>
+<p>Starlette includes an application class that ties the other functionality together.</p>
+<div class="doc-signature highlight"><pre><code>Starlette(debug: bool = False, routes=None)</code>
+</pre></div>
+<p>Creates an application. Every parameter is optional and has a sensible default.</p>
+<div class="signature">Posted by a forum member, who signs every post of the thread.</div>
+</article></body></html>"""
+    markdown = page_markdown(page, "https://docs.example/applications/")
+    assert "Starlette(debug: bool = False, routes=None)" in markdown
+    assert "Posted by a forum member" not in markdown

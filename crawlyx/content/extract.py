@@ -621,6 +621,12 @@ def _prune_by_name(body, page_type: str | None) -> dict | None:
             return None if dropped else stats
 
 
+def _only_code(el, stats) -> bool:
+    """All of ``el``'s words are code: a box around a listing is code, whatever its name
+    (mkdocstrings' "doc-signature", a highlighter's "comment-block")."""
+    return 0 < stats[el][0] <= sum(stats[pre][0] for pre in el.iter("pre"))
+
+
 def _prune_named(body, page_type: str | None, kept: set) -> tuple[dict, bool, bool]:
     """One round of :func:`_prune_by_name`, below the containers in ``kept``: the body's
     :func:`_measure` before the round, whether it dropped any container, and whether it
@@ -648,6 +654,7 @@ def _prune_named(body, page_type: str | None, kept: set) -> tuple[dict, bool, bo
             and (el.get("class") or el.get("id") or "-" in tag)  # else it has no name
             and el not in kept
             and _judged(_judged_names(el), page_type)
+            and not _only_code(el, stats)
         ):
             groups.setdefault(el.get("class") or el.get("id") or tag, []).append(el)
             continue  # judged with its container
