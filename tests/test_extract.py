@@ -1017,3 +1017,29 @@ def test_a_box_around_code_is_code_whatever_its_name():
     markdown = page_markdown(page, "https://docs.example/applications/")
     assert "Starlette(debug: bool = False, routes=None)" in markdown
     assert "Posted by a forum member" not in markdown
+
+
+SPHINX = '<script src="_static/documentation_options.js?v=5929fcd5"></script>'
+
+
+@pytest.mark.parametrize("docs", [True, False])
+def test_a_docs_page_keeps_the_asides_set_in_its_text(docs):
+    """docutils sets ``.. contents::``, ``.. sidebar::`` and ``.. topic::`` inside a
+    section as ``<nav>`` and ``<aside>``, and ``:menuselection:`` as a span named "menu".
+    Elsewhere an aside in a section is the site's."""
+    page = f"""<html><head>{SPHINX if docs else ""}</head><body>
+<nav class="wy-nav-side"><a href="/">Docs home</a> <a href="/api">API</a></nav>
+<div role="main"><section id="demo"><h1>Demo</h1>
+<nav class="contents" id="toc"><p class="topic-title">Table of Contents</p>
+<ul><li><a href="#one">Paragraph markup</a></li>
+<li><a href="#two">Literal blocks</a></li></ul></nav>
+<section id="one"><h2>Paragraph markup</h2>
+<p>Open <span class="menuselection">File ‣ Settings</span> to change the theme of the docs.</p>
+<aside class="sidebar"><p class="sidebar-title">Ch'ien</p><p>A sidebar beside the text.</p></aside>
+<p>A paragraph of the page's own text, long enough to be read as the content here.</p></section>
+<section id="two"><h2>Literal blocks</h2><p>Another paragraph of the page's text.</p></section>
+</section></div></body></html>"""
+    markdown = page_markdown(page, "https://docs.example/demo.html")
+    kept = ("- Paragraph markup", "File ‣ Settings", "A sidebar beside the text.")
+    assert all((part in markdown) is docs for part in kept), markdown
+    assert "Docs home" not in markdown

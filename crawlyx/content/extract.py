@@ -404,7 +404,7 @@ def _prune(body, page_type: str | None) -> dict | None:
     for el in list(body.iterdescendants()):
         if not isinstance(el.tag, str) or (inside and el in inside):
             continue
-        if _judge(el, opened, total, posts, hidden):
+        if _judge(el, opened, total, posts, hidden, page_type == "documentation"):
             _mark(el)
             doomed.append(el)
             inside.update(el.iter())
@@ -460,9 +460,10 @@ def _captions_data(figure) -> bool:
     return figure is not None and next(figure.iter("pre", "code", "table"), None) is not None
 
 
-def _judge(el, opened: set, total: int, posts: set, hidden: list) -> bool:
+def _judge(el, opened: set, total: int, posts: set, hidden: list, docs: bool) -> bool:
     """Step 1 for one element: it is never content (a permalink, a button, a form, the
-    site's chrome). A hidden one is added to ``hidden``, to be judged once the rest is."""
+    site's chrome). A hidden one is added to ``hidden``, to be judged once the rest is.
+    ``docs``: the page is documentation."""
     tag = el.tag
     if tag not in _JUDGED_BARE and not el.keys():
         return False  # most elements: nothing in their markup says chrome
@@ -489,6 +490,8 @@ def _judge(el, opened: set, total: int, posts: set, hidden: list) -> bool:
         return False
     if _CONTENT_ASIDE.search(_names(el)) or _is_local_contents(el) or _in_accordion(el):
         return False
+    if docs and tag != "footer" and _in_document_section(el):
+        return False  # a docs page's sidebar, topic or table of contents, set in its text
     # Navigation, sidebars and footers go however long they are (a short page's
     # sidebar outweighs it) unless the page's heading or main part is inside; a page
     # header may hold a landing page's pitch. Those stay when they are most of the text.
@@ -558,6 +561,13 @@ def _post_forms(body, total: int) -> set:
         if sum(_text_len(form) for form in forms) >= 0.5 * total:
             found.update(forms)
     return found
+
+
+def _in_document_section(el) -> bool:
+    """Inside a section of a document (:func:`_is_section`): where docutils sets a
+    ``.. sidebar::``, a ``.. topic::`` or a ``.. contents::`` (as ``<aside>`` and
+    ``<nav>``), inside the text. A site's sidebar and navigation sit beside the sections."""
+    return any(_is_section(ancestor) for ancestor in el.iterancestors("section", "div"))
 
 
 def _in_accordion(el) -> bool:
@@ -638,6 +648,7 @@ def _prune_named(body, page_type: str | None, kept: set) -> tuple[dict, bool, bo
     # page's): an article, which comments follow.
     article = 0
     prose_tags = ("p", "li") if page_type == "article" else ("p",)  # a how-to's steps too
+    docs = page_type == "documentation"
     walk = [iter(body)]  # document order, not below a named container
     while walk:
         el = next(walk[-1], None)
@@ -655,6 +666,9 @@ def _prune_named(body, page_type: str | None, kept: set) -> tuple[dict, bool, bo
             and el not in kept
             and _judged(_judged_names(el), page_type)
             and not _only_code(el, stats)
+            and not (
+                docs and tag == "span" and _inside(el, ("p",)) is not None
+            )  # ":menuselection:"
         ):
             groups.setdefault(el.get("class") or el.get("id") or tag, []).append(el)
             continue  # judged with its container
