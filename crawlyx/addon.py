@@ -134,8 +134,8 @@ class Addon:
         for name, entries in COMPONENTS.items():
             set_entries(settings, name, entries)
         for name, (path, enabled) in UNLOADED.items():
-            if not (enabled and settings.getbool(enabled)):
-                settings[name].delete(path, priority="addon")
+            if path in settings[name] and not (enabled and settings.getbool(enabled)):
+                settings[name].delete(path, priority="addon")  # not again: a copy of settings
         spider = self.crawler.spider
         if spider is None:  # a crawler built for its components alone (a test, a tool)
             return
