@@ -666,9 +666,8 @@ def _prune_named(body, page_type: str | None, kept: set) -> tuple[dict, bool, bo
             and el not in kept
             and _judged(_judged_names(el), page_type)
             and not _only_code(el, stats)
-            and not (
-                docs and tag == "span" and _inside(el, ("p",)) is not None
-            )  # ":menuselection:"
+            # On a docs page a span inside a sentence is words of it (":menuselection:").
+            and not (docs and tag == "span" and _inside(el, ("p",)) is not None)
         ):
             groups.setdefault(el.get("class") or el.get("id") or tag, []).append(el)
             continue  # judged with its container
