@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -387,3 +389,28 @@ def test_browser_requests_are_plain_data():
     settings.setmodule("crawlyx.settings")
     meta = render.browser_meta(settings)
     assert json.loads(json.dumps(meta)) == meta
+
+
+def test_playwright_is_imported_with_the_first_page_to_render(tmp_path):
+    """A crawl that may render fetches over plain HTTP until a page needs the browser:
+    Playwright (a tenth of a second, 15 MB) is not imported before; http and https share
+    one handler, and so one browser."""
+    code = """
+import sys
+from scrapy.utils.reactor import install_reactor
+install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+from scrapy.core.downloader.handlers import DownloadHandlers
+from scrapy.spiders import Spider
+from scrapy.utils.test import get_crawler
+from crawlyx import render
+from tests.test_settings import crawl_settings
+settings = crawl_settings().copy()
+render.install(settings, "auto")
+handlers = DownloadHandlers(get_crawler(Spider, settings.copy_to_dict()))
+http = handlers._get_handler("http")
+print(http is handlers._get_handler("https"), "scrapy_playwright" in sys.modules)
+print(type(http.browser).__name__, "scrapy_playwright" in sys.modules)
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert out.stdout.split("\n")[:2] == ["True False", "BrowserHandler True"], out.stderr

@@ -9,9 +9,10 @@
 - ``always``: every page request goes through the browser (sitemaps and robots.txt
   stay plain HTTP). Without a browser the crawl does not start.
 
-scrapy-playwright's download handlers are installed for http and https only when a
-crawl may render; they pass requests without ``meta["playwright"]`` to Scrapy's own
-HTTP handler, so plain requests are unchanged. In the browser, only the page's own
+The browser's download handler (:mod:`crawlyx.render.handler`) is installed for http and
+https only when a crawl may render: Scrapy's own HTTP handler, which hands requests with
+``meta["playwright"]`` to scrapy-playwright's, imported with the first of them, so plain
+requests are unchanged. In the browser, only the page's own
 origin is fetched, and never an image, a font or media (:func:`abort_request`). That
 check sees neither the redirects the browser follows nor the address a name resolves
 to: the SSRF guard is enforced below it, on every connection the browser makes, by the
@@ -35,7 +36,7 @@ from crawlyx.arguments import RENDER_MODES, CrawlArgs
 
 logger = logging.getLogger(__name__)
 
-HANDLER = "crawlyx.render.browser.BrowserHandler"  # scrapy-playwright's, shared by http and https
+HANDLER = "crawlyx.render.handler.RenderHandler"  # Scrapy's HTTP, the browser's on demand
 
 # request.meta keys. RENDER_META: "browser" on a request for the browser, "fallback" on
 # the plain re-fetch after a failed render; either way the page is not rendered again.

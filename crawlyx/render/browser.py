@@ -1,13 +1,9 @@
-"""The download handler of a crawl that may render: scrapy-playwright's, one for both
-schemes.
+"""The browser's download handler: scrapy-playwright's, one for both schemes.
 
-Scrapy builds one handler per scheme, and each scrapy-playwright handler starts its own
-Playwright driver and browser, with its own page limit. Here http and https share one
-instance: one driver, at most one browser, ``CRAWLYX_RENDER_MAX_PAGES`` pages in all.
-The Playwright driver starts with the first page to render, not with the crawl: a
-``render=auto`` crawl of a site without JavaScript shells never starts it. Installed by
-:func:`crawlyx.render.configure` only when the crawl may render; requests without
-``meta["playwright"]`` go to Scrapy's own HTTP handler underneath.
+Built by :class:`crawlyx.render.handler.RenderHandler`, the http and https handler of a
+crawl that may render, with the first request marked for the browser: one Playwright
+driver, at most one browser, ``CRAWLYX_RENDER_MAX_PAGES`` pages in all. The driver starts
+with the first page to render, not with the crawl.
 
 The browser reaches the network only through two :class:`crawlyx.render.proxy.BrowserProxy`,
 started with the driver, each open only to this crawl's browser (a secret of its own,
@@ -26,26 +22,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from weakref import WeakKeyDictionary
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from crawlyx.render.proxy import BrowserProxy
 
-_shared: WeakKeyDictionary = WeakKeyDictionary()
-
 
 class BrowserHandler(ScrapyPlaywrightDownloadHandler):
-    @classmethod
-    def from_crawler(cls, crawler):
-        handler = _shared.get(crawler)
-        if handler is None:
-            handler = _shared[crawler] = cls(crawler)
-        return handler
-
     def __init__(self, crawler):
         super().__init__(crawler)
-        self._closed = False
         self._started = False
         self._start_lock = asyncio.Lock()
         settings = crawler.settings
@@ -77,9 +62,6 @@ class BrowserHandler(ScrapyPlaywrightDownloadHandler):
         return await super()._create_browser_context(name, context_kwargs, spider)
 
     async def close(self) -> None:
-        if self._closed:  # registered for http and for https
-            return
-        self._closed = True
         await super().close()
         await self._proxy.close()
         await self._own_proxy.close()
