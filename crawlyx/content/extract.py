@@ -564,10 +564,12 @@ def _post_forms(body, total: int) -> set:
 
 
 def _in_document_section(el) -> bool:
-    """Inside a section of a document (:func:`_is_section`): where docutils sets a
-    ``.. sidebar::``, a ``.. topic::`` or a ``.. contents::`` (as ``<aside>`` and
-    ``<nav>``), inside the text. A site's sidebar and navigation sit beside the sections."""
-    return any(_is_section(ancestor) for ancestor in el.iterancestors("section", "div"))
+    """Right inside a section of a document (:func:`_is_section`), its parent or the
+    parent's parent: where docutils sets a ``.. sidebar::``, a ``.. topic::`` or a
+    ``.. contents::`` (as ``<aside>`` and ``<nav>``), inside the text. A site's sidebar
+    and navigation sit beside the sections. Two levels: a page of asides, each in a
+    thousand ``<div>``, is not a thousand steps an aside."""
+    return any(_is_section(ancestor) for ancestor in islice(el.iterancestors(), 2))
 
 
 def _in_accordion(el) -> bool:
