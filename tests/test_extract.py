@@ -979,10 +979,13 @@ def test_a_long_section_does_not_leave_its_siblings_behind(section, nested):
     assert "Home" not in markdown
 
 
+SPHINX = '<script src="_static/documentation_options.js?v=5929fcd5"></script>'
+
+
 @pytest.mark.parametrize(
     "marker",
     [
-        '<script src="_static/documentation_options.js?v=5929fcd5"></script>',  # Sphinx
+        SPHINX,
         '<meta name="generator" content="javadoc/ClassWriterImpl">',
         '<meta name="generator" content="rustdoc">',
     ],
@@ -1017,9 +1020,6 @@ def test_a_box_around_code_is_code_whatever_its_name():
     markdown = page_markdown(page, "https://docs.example/applications/")
     assert "Starlette(debug: bool = False, routes=None)" in markdown
     assert "Posted by a forum member" not in markdown
-
-
-SPHINX = '<script src="_static/documentation_options.js?v=5929fcd5"></script>'
 
 
 @pytest.mark.parametrize("docs", [True, False])

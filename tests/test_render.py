@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from crawlyx import render
 from crawlyx.content.page import analyze
+from tests.test_settings import ROOT
 from tests.test_ssrf import Server
 
 JS_TEXT = "JS-WRITTEN-TEXT: this paragraph exists only after the script has run."
@@ -391,7 +392,7 @@ def test_browser_requests_are_plain_data():
     assert json.loads(json.dumps(meta)) == meta
 
 
-def test_playwright_is_imported_with_the_first_page_to_render(tmp_path):
+def test_playwright_is_imported_with_the_first_page_to_render():
     """A crawl that may render fetches over plain HTTP until a page needs the browser:
     Playwright (a tenth of a second, 15 MB) is not imported before; http and https share
     one handler, and so one browser."""
@@ -411,6 +412,5 @@ http = handlers._get_handler("http")
 print(http is handlers._get_handler("https"), "scrapy_playwright" in sys.modules)
 print(type(http.browser).__name__, "scrapy_playwright" in sys.modules)
 """
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.split("\n")[:2] == ["True False", "BrowserHandler True"], out.stderr

@@ -398,13 +398,14 @@ def _prune(body, page_type: str | None) -> dict | None:
                 _drop(figure)  # else the photo's alt text would stand in for the caption
     total = max(_text_len(body), 1)
     posts = _post_forms(body, total)
+    docs = page_type == "documentation"
     hidden = []
     doomed = []
     inside: set = set()  # what is inside those doomed: not judged
     for el in list(body.iterdescendants()):
         if not isinstance(el.tag, str) or (inside and el in inside):
             continue
-        if _judge(el, opened, total, posts, hidden, page_type == "documentation"):
+        if _judge(el, opened, total, posts, hidden, docs):
             _mark(el)
             doomed.append(el)
             inside.update(el.iter())
