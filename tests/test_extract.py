@@ -427,6 +427,23 @@ def test_teaser_cards_after_the_article_go():
     assert "Another garden story, number 5" in out
 
 
+def test_a_box_that_is_one_link_to_another_story_goes():
+    box = (
+        "<div class='explore'><div><p>Explore further</p></div>"
+        "<a href='{href}'>Neanderthal tools were simpler than thought</a></div>"
+    )
+    page = f"<html><body><div class='col'><h1>Garden guide</h1>{STORY}{box}</div></body></html>"
+    out = page_markdown(page.format(href="/news/tools"), "https://garden.example/guide")
+    assert "Part 7 of the guide" in out
+    assert "Neanderthal" not in out and "Explore further" not in out
+    # A shop's product in a recipe's ingredients, a table's cell: the text's own.
+    out = page_markdown(page.format(href="https://shop.example/tar"), "https://garden.example/")
+    assert "Neanderthal tools were simpler than thought" in out
+    cell = page.replace(box, f"<table><tr><td>{box}</td><td>1</td></tr></table>")
+    out = page_markdown(cell.format(href="/news/tools"), "https://garden.example/guide")
+    assert "Neanderthal tools were simpler than thought" in out
+
+
 def test_a_product_page_s_other_products_go_by_their_heading():
     # Only on a product page: elsewhere "Related work" is a section of the text.
     others = "".join(

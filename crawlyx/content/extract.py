@@ -831,7 +831,7 @@ def _prose_before(el, child, stats) -> int:
     return words
 
 
-def _drop_link_lists(root, stats) -> None:
+def _drop_link_lists(root, stats, url: str) -> None:
     """Step 3: blocks that are mostly links (related, tags, more-from, file listings,
     badge rows, a paragraph that is one link behind a label). Lists and tables of links
     go at half link text; other blocks at 70%.
@@ -843,6 +843,7 @@ def _drop_link_lists(root, stats) -> None:
         names = el.get("class") if isinstance(el.tag, str) else None
         if names and _TABLE_OF_CONTENTS.search(names):
             contents.update(el.iter(), el.iterancestors())
+    site = _site(url)
     found = []
     inside: set = set()  # the blocks inside those found: judged with them
     for el in root.iter(*_BLOCKS):
@@ -850,9 +851,13 @@ def _drop_link_lists(root, stats) -> None:
             continue
         links = sum(1 for _ in el.iter("a"))
         words, link_words = stats[el]
-        if el.tag == "p" and links == 1 and link_words >= 3 and words - link_words <= 5:
+        if el.tag in ("p", "div") and links == 1 and link_words >= 3 and words - link_words <= 5:
             item = _inside(el, ("li",))
-            if link_words >= 0.6 * words and (item is None or stats[item][0] <= words):
+            if (
+                link_words >= 0.6 * words
+                and (item is None or stats[item][0] <= words)
+                and (el.tag == "p" or (el not in contents and _link_box(el, url, site)))
+            ):
                 found.append(el)  # "Read more: <a>another story</a>"
                 inside.update(el.iter(*_BLOCKS))
             continue
@@ -872,6 +877,17 @@ def _drop_link_lists(root, stats) -> None:
     if sum(stats[el][0] for el in found) > LINK_LISTS_SHARE * stats[root][0]:
         return
     _drop_all(found)
+
+
+def _link_box(div, url: str, site: str) -> bool:
+    """A ``<div>`` that is one link is a box of its own ("Explore further" and a story)
+    when it links to another page of the site and is neither a list nor in a table's
+    cell; a row of a recipe's ingredients may link to a shop."""
+    return (
+        div.find(".//li") is None
+        and _inside(div, ("td", "th")) is None
+        and _links_within(div, url, site)
+    )
 
 
 def _drop_teasers(root, stats, url: str) -> None:
@@ -1076,8 +1092,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     page_type = _page_type(doc)
     stats = _prune(body, page_type) or _measure(body)
     root = _listing(body, stats, _container(body, stats))
-    _drop_link_lists(root, stats)
     _drop_teasers(root, stats, url)
+    _drop_link_lists(root, stats, url)
     root = _ensure_title(_with_lead(body, root, stats), title)
     if _title_only(root):
         return ""
