@@ -442,6 +442,10 @@ def test_a_box_that_is_one_link_to_another_story_goes():
     cell = page.replace(box, f"<table><tr><td>{box}</td><td>1</td></tr></table>")
     out = page_markdown(cell.format(href="/news/tools"), "https://garden.example/guide")
     assert "Neanderthal tools were simpler than thought" in out
+    # On documentation, "See also" and one link is the text's own.
+    docs = page.replace("<html>", f"<html><head>{SPHINX}</head>")
+    out = page_markdown(docs.format(href="/news/tools"), "https://garden.example/guide")
+    assert "Explore further" in out and "Neanderthal tools were simpler than thought" in out
 
 
 def test_a_product_page_s_other_products_go_by_their_heading():

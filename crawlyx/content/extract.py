@@ -831,7 +831,7 @@ def _prose_before(el, child, stats) -> int:
     return words
 
 
-def _drop_link_lists(root, stats, url: str) -> None:
+def _drop_link_lists(root, stats, url: str, docs: bool) -> None:
     """Step 3: blocks that are mostly links (related, tags, more-from, file listings,
     badge rows, a paragraph that is one link behind a label). Lists and tables of links
     go at half link text; other blocks at 70%.
@@ -851,10 +851,13 @@ def _drop_link_lists(root, stats, url: str) -> None:
             continue
         links = sum(1 for _ in el.iter("a"))
         words, link_words = stats[el]
-        if el.tag in ("p", "div") and links == 1 and link_words >= 3 and words - link_words <= 5:
+        if links == 1 and el.tag in ("p", "div"):
             item = _inside(el, ("li",))
             if (
-                link_words >= 0.6 * words
+                not docs  # where "See also" and one link is the text's own
+                and link_words >= 3
+                and words - link_words <= 5
+                and link_words >= 0.6 * words
                 and (item is None or stats[item][0] <= words)
                 and (el.tag == "p" or (el not in contents and _link_box(el, url, site)))
             ):
@@ -1093,7 +1096,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     stats = _prune(body, page_type) or _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_teasers(root, stats, url)
-    _drop_link_lists(root, stats, url)
+    _drop_link_lists(root, stats, url, page_type == "documentation")
     root = _ensure_title(_with_lead(body, root, stats), title)
     if _title_only(root):
         return ""
