@@ -427,6 +427,20 @@ def test_teaser_cards_after_the_article_go():
     assert "Another garden story, number 5" in out
 
 
+@pytest.mark.parametrize(
+    "name", ["timeline similar", "postmetadata alt", "entry-utility", "author-description"]
+)
+def test_what_wordpress_and_news_themes_name_their_furniture_goes(name):
+    furniture = (
+        f"<div class='{name}'><p>Filed under Allgemein by the editors of this blog.</p></div>"
+    )
+    page = (
+        f"<html><body><div class='col'><h1>Garden guide</h1>{STORY}{furniture}</div></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "Part 7 of the guide" in out and "Filed under" not in out
+
+
 def test_a_box_that_is_one_link_to_another_story_goes():
     box = (
         "<div class='explore'><div><p>Explore further</p></div>"

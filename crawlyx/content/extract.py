@@ -56,13 +56,15 @@ CHROME_ROLES = {
 
 # Class or id words that name boilerplate, and words that name content (which win).
 _BOILERPLATE = re.compile(
-    r"(?<![a-z])(?:cookie|consent|gdpr|share|sharing|social|comment|disqus|related|recommend|"
-    r"newsletter|subscribe|signup|sign-up|sidebar|breadcrumb|navbar|menu|masthead|"
+    r"(?<![a-z])(?:cookie|consent|gdpr|share|sharing|social|comment|disqus|related|similar|"
+    r"recommend|newsletter|subscribe|signup|sign-up|sidebar|breadcrumb|navbar|menu|"
+    r"masthead|"
     r"advert|\bads?\b|ad-slot|adslot|sponsor|promo|popup|modal|pagination|pager|"
     r"toolbar|skip-link|site-header|site-footer|global-header|global-footer|"
     r"most-read|trending|popular|outbrain|taboola|author-bio|about-author|\btags?\b|"
     r"rating|reviews?-widget|teaser|toc\b|table-of-contents|on-this-page|"
-    r"byline|reading-time|read-time|post-meta|entry-meta|article-meta|author-card|"
+    r"byline|reading-time|read-time|post-?meta|entry-meta|entry-utility|article-meta|"
+    r"author-card|author-description|"
     r"author-box|author-info|\bbio\b|feedback|helpful|\bvotes?\b|noprint|editsection|"
     r"user-?(?:info|card|details|extras|stats)|usercard|postprofile|poster-?info|"
     r"signature|avatar|reflist|mw-references|wp-caption-text|copyright|"
