@@ -407,6 +407,12 @@ def test_whitespace_and_nbsp_collapsed():
     assert md("<p>a  \n\t b&nbsp;&nbsp;c</p>") == "a\nb c\n"
 
 
+def test_soft_hyphens_do_not_split_words():
+    assert md("<h2>Wei&shy;ne</h2><p>Ita&shy;li&shy;ens Baro\u00adlo</p>") == (
+        "## Weine\n\nItaliens Barolo\n"
+    )
+
+
 # ---------------------------------------------------------------- output invariants
 
 

@@ -11,6 +11,9 @@ _re_all_whitespace = re.compile(r"\s+")
 # Final cleanup: what str.splitlines() also breaks at becomes a newline, character by
 # character when there (str.translate is eight times slower over a page's markdown).
 _LINEBREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# Soft hyphens mark where a browser may break a word ("Ita&shy;li&shy;ens"), unseen
+# unless it does: in the text they would split every word they are in.
+_SOFT_HYPHEN = "\xad"
 
 
 def _join_blocks(strings: list[str]) -> str:
@@ -44,6 +47,8 @@ def _finish(text: str) -> str:
     lines = []
     blank = False
     text = text.replace("\r\n", "\n")
+    if _SOFT_HYPHEN in text:
+        text = text.replace(_SOFT_HYPHEN, "")
     for char in _LINEBREAKS:
         if char in text:
             text = text.replace(char, "\n")
