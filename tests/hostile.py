@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 import zlib
@@ -33,7 +34,9 @@ HOME_LINKS = [
     "/bomb",
     "/tarpit",
     "/binary",
+    "/gzipped",
     "/latin1",
+    "/utf8",
     "/broken",
     "/loop-a",
     "/noai",
@@ -145,9 +148,14 @@ class HostileSite(Serving):
                     return None
                 if path == "/binary":
                     return self.send(200, bytes(range(256)) * 64)
-                if path == "/latin1":
+                if path == "/gzipped":  # stored compressed, served without its encoding
+                    return self.send(200, gzip.compress(_page("Gzipped")))
+                if path == "/latin1":  # labelled UTF-8, written in Windows-1252
                     body = _page("Latin1").replace(b"Some text", "Caf\xe9 text".encode("cp1252"))
                     return self.send(200, body)
+                if path == "/utf8":  # a server's default label on a UTF-8 page
+                    body = _page("Utf8").replace(b"Some text", "Caf\xe9 cr\xe8me".encode())
+                    return self.send(200, body, "text/html; charset=iso-8859-1")
                 if path == "/broken":
                     body = b"<html><body><h1>Broken<div><p>Unclosed <b>bold <table><td>cell</p>"
                     return self.send(200, body + b"</div></div></span><p>tail text here")

@@ -240,12 +240,13 @@ HOME = """<html><head><title>Home</title></head><body><h1>Home</h1><p>Files.</p>
 <a href="/guide.docx">guide</a> <a href="/sheet.xlsx">sheet</a>
 <a href="/secret.pdf">secret</a> <a href="/broken.pdf">broken</a> <a href="/scan.pdf">scan</a>
 <a href="/private.pdf">private</a> <a href="/logo.png">logo</a> <a href="/bundle.zip">zip</a>
-<a href="/data.json">data</a></body></html>"""
+<a href="/data.json">data</a> <a href="/prices">prices</a></body></html>"""
 
 PARTS = "<html><head><title>Parts</title></head><body><h1>Parts</h1><p>Gears.</p></body></html>"
 
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+PRICES = "Gears cost more this year than they did last year, and springs less."
 
 
 class DocumentSite(Serving):
@@ -278,6 +279,8 @@ class DocumentSite(Serving):
                 # A Word document by its name and first bytes: its Content-Type says nothing.
                 "/guide.docx": ("application/octet-stream", guide(), {}),
                 "/sheet.xlsx": (XLSX, b"PK\x03\x04" + bytes(64), {}),
+                # A PDF labelled as a page: read as what it is.
+                "/prices": ("text/html", text_pdf([[(72, 700, 11, PRICES)]]), {}),
             }
         )
 
@@ -298,7 +301,7 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         assert result.returncode == 0, result.log[-3000:]
         items = {item["url"]: item for item in result.items}
         # The PDFs read are pages; a link in one is followed.
-        pages = ("/", "/guide.docx", "/handbook", "/manual.pdf", "/parts")
+        pages = ("/", "/guide.docx", "/handbook", "/manual.pdf", "/parts", "/prices")
         assert sorted(items) == [f"{base}{p}" for p in pages]
         manual = items[f"{base}/manual.pdf"]
         assert manual["title"] == "Widget Manual" and manual["status"] == 200
@@ -307,7 +310,8 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         assert manual["links"] == [f"{base}/parts"] and manual["render"] == "http"
         assert items[f"{base}/parts"]["referrer"] == f"{base}/manual.pdf"
         assert "## Chapter 3 notes" in items[f"{base}/handbook"]["markdown"]
-        assert result.stat("crawlyx/documents/pdf") == "3"  # the opted-out one was read too
+        assert PRICES in items[f"{base}/prices"]["markdown"]
+        assert result.stat("crawlyx/documents/pdf") == "4"  # the opted-out one was read too
         assert result.stat("crawlyx/documents/docx") == "1"
         assert "| Gear wheel | 12.50 |" in items[f"{base}/guide.docx"]["markdown"]
         # Every other response: one line, one class.
@@ -344,7 +348,11 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
             "not_a_page",
             "application/octet-stream: a Word document (not in CRAWLYX_DOCUMENTS)",
         )
-        assert len(found) == 11  # every link of the home page
+        assert found[f"{base}/prices"] == (
+            "not_a_page",
+            "text/html: a PDF (not in CRAWLYX_DOCUMENTS)",
+        )
+        assert len(found) == 12  # every link of the home page
         assert off.stat("crawlyx/documents/pdf") is None
 
 
@@ -391,7 +399,7 @@ def test_documents_in_a_crawl_that_renders_every_page(manual_pdf, chromium, craw
         result = crawl(f"start={base}/", "render=always", f"errors={errors}")
         assert result.returncode == 0, result.log[-3000:]
         items = {item["url"]: item for item in result.items}
-        pages = ("/", "/guide.docx", "/handbook", "/manual.pdf", "/parts")
+        pages = ("/", "/guide.docx", "/handbook", "/manual.pdf", "/parts", "/prices")
         assert sorted(items) == [f"{base}{p}" for p in pages]
         assert items[f"{base}/"]["render"] == "browser"
         manual = items[f"{base}/manual.pdf"]

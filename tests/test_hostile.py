@@ -59,8 +59,15 @@ def test_hostile_site(crawl, tmp_path, bomb):
     assert {"/", "/otherbot", "/nofollow", "/latin1", "/broken"} <= urls
     assert "/noai" not in urls and "/xrobots" not in urls
     assert "/only-from-nofollow" not in site.counts
+    # A wrong charset label is corrected by the page's bytes; a body that is no text is
+    # named, not written.
     latin1 = next(i for i in result.items if i["url"].endswith("/latin1"))
-    assert "text about Latin1" in latin1["markdown"]
+    assert "Café text about Latin1" in latin1["markdown"]
+    utf8 = next(i for i in result.items if i["url"].endswith("/utf8"))
+    assert "Café crème about Utf8" in utf8["markdown"]
+    assert by_url["/binary"]["class"] == by_url["/gzipped"]["class"] == "not_a_page"
+    assert by_url["/gzipped"]["detail"] == "text/html: gzip data, not a page"
+    assert by_url["/binary"]["detail"] == "text/html: binary data, not a page"
     broken = next(i for i in result.items if i["url"].endswith("/broken"))
     assert "tail text here" in broken["markdown"]
     # Stats and the summary agree with the file, one class per URL.

@@ -21,7 +21,14 @@ from twisted.python.failure import Failure
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.content.canonical import Canonicals
-from crawlyx.content.documents import Unreadable, document_types, html_type, kind_of
+from crawlyx.content.documents import (
+    Unreadable,
+    binary,
+    document_types,
+    html_type,
+    kind_of,
+)
+from crawlyx.content.encoding import page_text
 from crawlyx.content.outline import read_outline
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
@@ -197,7 +204,8 @@ class SiteSpider(Spider):
             if self.graph is not None:  # not read again: its links are not known this run
                 self.graph.outcome(url, status=304, depth=response.meta.get("depth"))
             return
-        if not isinstance(response, HtmlResponse):  # a document (a PDF), or no page
+        if not isinstance(response, HtmlResponse) or binary(response):
+            # A document (a PDF, however labelled), or no page.
             for output in await self._document(response, url):
                 yield output
             return
@@ -216,7 +224,7 @@ class SiteSpider(Spider):
                 self.crawler.stats.inc_value("crawlyx/frontier/duplicates")
                 return
         try:
-            page = await self.workers.read(response.text, response.url, self.scope.origin)
+            page = await self.workers.read(page_text(response), response.url, self.scope.origin)
         except ReadTimeout as exc:  # its worker was killed: the page is done, not retried
             self.errors.record(url, "read_timeout", str(exc), referrer)
             return
@@ -437,12 +445,12 @@ class SiteSpider(Spider):
             self.errors.record(frame, classify(failure), describe(failure), referrer, status=status)
             stats.inc_value("crawlyx/frames/failed")
             return None
-        if not isinstance(response, HtmlResponse):
+        if not isinstance(response, HtmlResponse) or binary(response):
             stats.inc_value("crawlyx/frames/not_html")
             return None
         try:
             read = await self.workers.run(
-                read_outline, response.text, response.url, self.scope.origin,
+                read_outline, page_text(response), response.url, self.scope.origin,
                 timeout=self.workers.timeout,
             )  # fmt: skip
         except Exception as exc:

@@ -81,16 +81,46 @@ def html_type(response) -> bool:
     return content_type(response) in HTML_TYPES
 
 
+# First bytes of bodies that are no text, whatever their Content-Type says: a server that
+# labels everything text/html, a page stored gzipped and served without its
+# Content-Encoding. A browser would show them as garbage; crawlyx reads a PDF as one and
+# names the rest.
+_MAGIC = (
+    (b"%PDF-", "a PDF"),
+    (b"\x1f\x8b", "gzip data"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"\x89PNG", "an image"),
+    (b"\xff\xd8\xff", "an image"),
+    (b"GIF8", "an image"),
+)
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # and UTF-32's, which start alike
+
+
+def binary(response) -> str | None:
+    """What the body of a response labelled HTML is when it is no text (in words), else
+    None: by its first bytes, or a NUL byte among them (no HTML has one, but in UTF-16)."""
+    head = response.body[:1024]
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return what
+    if b"\x00" in head and not head.startswith(_UTF16_BOMS):
+        charset = (response.headers.get(b"Content-Type") or b"").lower()
+        if b"utf-16" not in charset and b"utf-32" not in charset:
+            return "binary data"
+    return None
+
+
 def kind_of(response, types: tuple[str, ...]) -> tuple[str | None, str]:
     """(the document type to read the response as, or None; what it is, in words for
     the errors file when it is not read).
 
     A document is one by its Content-Type or, when the Content-Type says nothing
-    (``application/octet-stream``, none), by its first bytes: ``%PDF-``, or a zip archive
-    at a URL ending in ``.docx``."""
+    (``application/octet-stream``, none) or says HTML of a body that is none
+    (:func:`binary`), by its first bytes: ``%PDF-``, or a zip archive at a URL ending in
+    ``.docx``."""
     ctype = content_type(response)
     kind = next((name for name, types_ in DOCUMENT_TYPES.items() if ctype in types_), None)
-    if kind is None and ctype in _GENERIC:
+    if kind is None and (ctype in _GENERIC or ctype in HTML_TYPES):
         if b"%PDF-" in response.body[:1024]:
             kind = "pdf"
         elif response.body.startswith(b"PK\x03\x04") and _path(response.url).endswith(".docx"):
@@ -100,6 +130,9 @@ def kind_of(response, types: tuple[str, ...]) -> tuple[str | None, str]:
             return kind, ""
         name = {"pdf": "a PDF", "docx": "a Word document"}[kind]
         return None, f"{ctype or 'no Content-Type'}: {name} (not in CRAWLYX_DOCUMENTS)"
+    if ctype in HTML_TYPES:
+        what = binary(response) or "no text"
+        return None, f"{ctype or 'no Content-Type'}: {what}, not a page"
     return None, f"{ctype or 'no Content-Type'}: {_what(ctype)}, not a page"
 
 
