@@ -441,6 +441,21 @@ def test_what_wordpress_and_news_themes_name_their_furniture_goes(name):
     assert "Part 7 of the guide" in out and "Filed under" not in out
 
 
+def test_microdata_keeps_a_story_s_summary_whatever_its_class():
+    page = (
+        "<html><body><div class='col' itemscope itemtype='https://schema.org/NewsArticle'>"
+        "<h1>Garden guide</h1><div class='teaser-text' itemprop='description'><p>The one "
+        "thing to know before spring: dig the beds while the soil is still dry.</p></div>"
+        f"<div itemprop='articleBody'>{STORY}</div>"
+        "<div class='author-box' itemprop='author' itemscope itemtype='https://schema.org/Person'>"
+        "<div class='teaser-text' itemprop='description'><p>Anna writes about gardens and "
+        "has done so for twenty years now.</p></div></div></div></body></html>"
+    )
+    out = page_markdown(page, "https://garden.example/guide")
+    assert "The one thing to know before spring" in out and "Part 7 of the guide" in out
+    assert "Anna writes" not in out  # the description of the author, not of the story
+
+
 def test_a_box_that_is_one_link_to_another_story_goes():
     box = (
         "<div class='explore'><div><p>Explore further</p></div>"

@@ -87,6 +87,7 @@ def _ld_type(names: str) -> re.Pattern:
 
 _PRODUCT_LD = _ld_type("Product")
 _ARTICLE_LD = _ld_type(r"\w*Article|BlogPosting")
+_ARTICLE_TYPE = re.compile(r"schema\.org/(?:\w*Article|BlogPosting)\b")  # a microdata itemtype
 _DISCUSSION_LD = _ld_type("DiscussionForumPosting|QAPage")
 _PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
 _OG_TYPE = ("property", "og:type")  # of a <meta>
@@ -251,12 +252,26 @@ def _names(el) -> str:
     return f"{el.get('class', '')} {el.get('id', '')}"
 
 
+def _story_text(el) -> bool:
+    """Microdata marks ``el`` as a story's text or its summary ("articleBody", or the
+    "description" of an Article, not of its author), whatever its class says."""
+    prop = el.get("itemprop")
+    if prop == "articleBody":
+        return True
+    if prop != "description":
+        return False
+    scope = next((a for a in el.iterancestors() if a.get("itemscope") is not None), None)
+    return scope is not None and _ARTICLE_TYPE.search(scope.get("itemtype", "")) is not None
+
+
 def _judged_names(el) -> str:
     """The class and id of a container; a section's id is the slug of its heading
     ("cookies", "migrating-to-2-x"): it names the section's subject, not its role. An
     article's own ``<header>`` ("entry-header": its title and lead) and a teaser
     paragraph (a CMS's name for the lead) are not judged."""
     if el.tag == "header" and _inside(el, ("article", "main")) is not None:
+        return ""
+    if _story_text(el):
         return ""
     if el.tag == "section" or "section" in el.get("class", "").split():
         return el.get("class", "")
