@@ -5,6 +5,7 @@ from crawlyx.content.boilerplate import (
     drop_credits,
     drop_other_products,
     drop_repeats,
+    drop_trailing_headings,
     split_blocks,
 )
 
@@ -90,3 +91,11 @@ def test_a_product_page_s_sections_about_other_products_go():
     # The title is the product's whatever it says.
     title = "# Related Designs walnut lamp\n\nA lamp turned from walnut.\n"
     assert drop_other_products(title) == title
+
+
+def test_headings_a_page_ends_with_go():
+    page = "# Muffins\n\nMix, then bake.\n\n### Gallery\n\n## Leave a comment\n"
+    assert drop_trailing_headings(page) == "# Muffins\n\nMix, then bake.\n"
+    assert drop_trailing_headings("# Muffins\n") == "# Muffins\n"  # the title stays
+    kept = "# Muffins\n\n## Baking\n\nMix, then bake.\n"
+    assert drop_trailing_headings(kept) == kept

@@ -20,6 +20,9 @@ that carry one ("Foto: dpa", "Photograph by ...", "© Getty Images").
 A product page shows other products too, under headings that say so ("Similar items",
 "Customers who viewed this item also viewed"): :func:`drop_other_products` drops those
 sections, each heading with what it heads.
+
+Once the furniture is gone, headings at the very end of a page head nothing:
+:func:`drop_trailing_headings` drops them.
 """
 
 from __future__ import annotations
@@ -188,6 +191,18 @@ def drop_other_products(markdown: str) -> str:
         if not level:
             kept.append(block)
     return "\n\n".join(kept) + "\n" if kept else ""
+
+
+def drop_trailing_headings(markdown: str) -> str:
+    """``markdown`` without the headings it ends with: a heading at the end heads nothing
+    ("Related posts", "Leave a comment" over what was dropped as furniture). The first
+    block, the page's title, stays."""
+    if not markdown.rstrip().rpartition("\n\n")[2].startswith("#"):
+        return markdown  # the common case, without splitting the page into blocks
+    blocks = split_blocks(markdown)
+    while len(blocks) > 1 and blocks[-1].startswith("#"):
+        blocks.pop()
+    return "\n\n".join(blocks) + "\n"
 
 
 def _judged(block: str) -> bool:

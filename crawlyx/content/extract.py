@@ -39,6 +39,7 @@ from crawlyx.content.boilerplate import (
     drop_credits,
     drop_other_products,
     drop_repeats,
+    drop_trailing_headings,
 )
 from crawlyx.content.markdown import DROP_TAGS, element_to_markdown, html_to_markdown
 from crawlyx.content.markdown.tree import parse
@@ -1121,11 +1122,14 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     markdown = element_to_markdown(root, url, links, href)
     # An API reference repeats itself (two methods, one docstring); a figure's caption
     # says what it shows.
-    if page_type != "documentation":
-        markdown = drop_credits(drop_repeats(markdown))
+    if page_type == "documentation":
+        return markdown
+    markdown = drop_credits(drop_repeats(markdown))
     if page_type == "product":
-        return drop_other_products(markdown)
-    return drop_article_tail(markdown) if page_type == "article" else markdown
+        markdown = drop_other_products(markdown)
+    elif page_type == "article":
+        markdown = drop_article_tail(markdown)
+    return drop_trailing_headings(markdown)
 
 
 def _title_only(root) -> bool:
