@@ -58,15 +58,14 @@ CHROME_ROLES = {
 # Class or id words that name boilerplate, and words that name content (which win).
 _BOILERPLATE = re.compile(
     r"(?<![a-z])(?:cookie|consent|gdpr|share|sharing|social|comment|disqus|related|similar|"
-    r"recommend|newsletter|subscribe|signup|sign-up|sidebar|breadcrumb|navbar|menu|"
-    r"masthead|"
+    r"recommend|newsletter|subscribe|signup|sign-up|sidebar|breadcrumb|navbar|menu|masthead|"
     r"advert|\bads?\b|ad-slot|adslot|sponsor|promo|popup|modal|pagination|pager|"
     r"toolbar|skip-link|site-header|site-footer|global-header|global-footer|"
     r"most-read|trending|popular|outbrain|taboola|author-bio|about-author|\btags?\b|"
     r"rating|reviews?-widget|teaser|toc\b|table-of-contents|on-this-page|"
     r"byline|reading-time|read-time|post-?meta|entry-meta|entry-utility|article-meta|"
-    r"author-card|author-description|"
-    r"author-box|author-info|\bbio\b|feedback|helpful|\bvotes?\b|noprint|editsection|"
+    r"author-card|author-box|author-info|author-description|\bbio\b|feedback|helpful|"
+    r"\bvotes?\b|noprint|editsection|"
     r"user-?(?:info|card|details|extras|stats)|usercard|postprofile|poster-?info|"
     r"signature|avatar|reflist|mw-references|wp-caption-text|copyright|"
     r"\bnav\b|footer|(?<![\w-])header\b)",  # "header-top", not "category-header"
@@ -851,8 +850,8 @@ def _prose_before(el, child, stats) -> int:
 
 def _drop_link_lists(root, stats, url: str, docs: bool) -> None:
     """Step 3: blocks that are mostly links (related, tags, more-from, file listings,
-    badge rows, a paragraph that is one link behind a label). Lists and tables of links
-    go at half link text; other blocks at 70%.
+    badge rows, a paragraph or a box that is one link behind a label, but on
+    documentation). Lists and tables of links go at half link text; other blocks at 70%.
     When such blocks are most of the container, they are the content (an index, a
     table of contents, a product grid) and stay. ``stats`` is :func:`_measure` of a tree
     that holds ``root``."""

@@ -21,13 +21,7 @@ from twisted.python.failure import Failure
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.content.canonical import Canonicals
-from crawlyx.content.documents import (
-    Unreadable,
-    binary,
-    document_types,
-    html_type,
-    kind_of,
-)
+from crawlyx.content.documents import Unreadable, binary, document_types, html_type, kind_of
 from crawlyx.content.encoding import page_text
 from crawlyx.content.outline import read_outline
 from crawlyx.content.workers import ReadTimeout
