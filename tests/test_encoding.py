@@ -21,6 +21,24 @@ def _response(body: bytes, ctype: str = "text/html") -> HtmlResponse:
         ("<p>Café crème</p>".encode(), "text/html; charset=windows-1252", "<p>Café crème</p>"),
         # Windows-1252 under a UTF-8 label: no byte beyond ASCII decodes.
         ("<p>Café crème</p>".encode("cp1252"), "text/html; charset=utf-8", "<p>Café crème</p>"),
+        # ... unless the page's own <meta> says what it is.
+        (
+            '<meta charset="windows-1250"><p>Rząd</p>'.encode("cp1250"),
+            "text/html; charset=utf-8",
+            '<meta charset="windows-1250"><p>Rząd</p>',
+        ),
+        # A UTF-8 page with a stray byte under a Latin-1 label is UTF-8 still; a page in
+        # another encoding under it is what its <meta> says.
+        (
+            "<p>Café crème, naïve, déjà vu</p>".encode() * 3 + b"\xff",
+            "text/html; charset=iso-8859-1",
+            "<p>Café crème, naïve, déjà vu</p>" * 3 + "\ufffd",
+        ),
+        (
+            '<meta charset="gb18030"><p>中文</p>'.encode("gb18030"),
+            "text/html; charset=iso-8859-1",
+            '<meta charset="gb18030"><p>中文</p>',
+        ),
         # Labels that are right stay, and so does a UTF-8 page with one stray byte.
         ("<p>Café</p>".encode("cp1252"), "text/html; charset=iso-8859-1", "<p>Café</p>"),
         (b"<p>plain</p>", "text/html; charset=iso-8859-1", "<p>plain</p>"),
