@@ -1,5 +1,5 @@
-"""The markdown pipeline: repeated site blocks dropped, the content hash taken and
-recorded in the link graph, except for pages without content."""
+"""The markdown pipeline: the content hash taken and recorded in the link graph, except
+for pages without content."""
 
 from scrapy.utils.test import get_crawler
 

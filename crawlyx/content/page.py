@@ -39,7 +39,7 @@ def analyze(
     ``robots`` and ``*bot``), ``frames`` (:func:`noscript_frames`: [normalized URL, URL to
     fetch] of each table of contents the page loads in a noscript frame), ``shell`` (see
     :func:`is_shell`), ``markdown`` of a page fetched from ``url``, the markdown's
-    ``digest`` (:func:`digest`) and its ``signature``
+    ``digest`` (:func:`markdown_keys`) and its ``signature``
     (:func:`crawlyx.urls.traps.content_signature`) if the URL has a pattern
     (:func:`crawlyx.urls.traps.url_pattern`), else None. With
     ``neardup``, ``neardup`` is the markdown's :func:`crawlyx.graph.neardup.signature`,
@@ -60,17 +60,22 @@ def analyze(
         data["frames"] = noscript_frames(doc, base, scope)
         data["robots"] = robots_meta(doc)
     data["markdown"] = document_markdown(doc, page, url, main_content=main_content, links=links)
-    data["digest"] = digest(data["markdown"])
-    data["signature"] = content_signature(data["markdown"]) if url_pattern(url) else None
-    if neardup:
-        data["neardup"] = b64encode(signature(data["markdown"])).decode()
+    data.update(markdown_keys(data["markdown"], url, neardup))
     return data
 
 
-def digest(markdown: str | None) -> str:
-    """The page registry's hash of a page's markdown (crawlyx.demand.recrawl): 64 bits,
-    hex, enough to tell a page changed."""
-    return blake2b((markdown or "").encode(), digest_size=8).hexdigest()
+def markdown_keys(markdown: str, url: str, neardup: bool) -> dict:
+    """What a read page (HTML or a document) gives of its markdown besides the text:
+    ``digest``, the page registry's hash (crawlyx.demand.recrawl: 64 bits, hex, enough to
+    tell a page changed), ``signature`` and, with ``neardup``, ``neardup`` (see
+    :func:`analyze`)."""
+    keys = {
+        "digest": blake2b(markdown.encode(), digest_size=8).hexdigest(),
+        "signature": content_signature(markdown) if url_pattern(url) else None,
+    }
+    if neardup:
+        keys["neardup"] = b64encode(signature(markdown)).decode()
+    return keys
 
 
 # An empty JavaScript shell: the HTML is a mount point and scripts that draw the page.

@@ -6,13 +6,11 @@ worker process."""
 from __future__ import annotations
 
 import re
-from base64 import b64encode
 
 from crawlyx.content.documents import Unreadable, docx, layout, pdf
-from crawlyx.content.page import digest
+from crawlyx.content.page import markdown_keys
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.urls.normalize import fetch_form, normalize_url
-from crawlyx.urls.traps import content_signature, url_pattern
 
 MIN_TEXT = 16  # characters of text, at least, in a readable document
 # A title a writer left in the metadata by default: the file's name, not its title.
@@ -61,12 +59,7 @@ def _page(text, meta, headings, uris, url, scope, neardup) -> dict:
         "shell": False,
         "markdown": text,
     }
-    data["digest"] = digest(text)
-    data["signature"] = content_signature(text) if url_pattern(url) else None
-    if neardup:
-        from crawlyx.graph.neardup import signature
-
-        data["neardup"] = b64encode(signature(text)).decode()
+    data.update(markdown_keys(text, url, neardup))
     return data
 
 
