@@ -27,6 +27,16 @@ def test_short_and_empty_texts_have_full_signatures():
     assert similarity(signature("one two three"), signature("four five six")) == 0.0
 
 
+def test_words_are_split_on_any_whitespace_as_text_is():
+    # Separators and spaces outside ASCII split words as a space does, whichever way the
+    # text is split for speed.
+    spaced = signature("alpha beta gamma delta")
+    assert signature("alpha\x1cbeta\x1fgamma delta") == spaced
+    assert signature("alpha\u00a0beta\u2003gamma\u3000delta") == spaced
+    assert signature("ALPHA\tbeta\n\ngamma \x0b delta") == spaced
+    assert signature("alpha beta gamma delta é") != spaced
+
+
 def test_every_near_duplicate_pair_is_found_and_no_other():
     from crawlyx.graph.duplicates import near_duplicates
 

@@ -9,13 +9,14 @@ densification), which keeps that property.
 
 It is computed in the page workers, on every page, so it is made cheap: words are split
 on whitespace, lowercased, digits masked (pages alike but for a counter or a date are
-alike); each distinct word is hashed once (CRC-32, the same in every process), and the
-shingles' hashes are mixed from their words' with numpy (about a millisecond for a
-15,000-character page, a few percent of reading it).
+alike); each word is hashed (CRC-32, the same in every process), and the shingles' hashes
+are mixed from their words' with numpy (a third of a millisecond for a 30,000-character
+page, a tenth of reading it).
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 
@@ -26,6 +27,7 @@ _PACK = struct.Struct(f"<{BINS}Q")
 _K1, _K2, _K3 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B1
 _M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 _S = 33
+_SEPARATORS = re.compile(r"[\x1c-\x1f]")  # whitespace to str.split(), not to bytes.split()
 
 
 def signature(text: str) -> bytes:
@@ -38,11 +40,15 @@ def signature(text: str) -> bytes:
     text = text.lower()
     for digit in "123456789":  # str.translate is eight times slower
         text = text.replace(digit, "0")
-    words = text.split()
+    # Split as str.split() does. An ASCII text without the four separators only it
+    # counts as whitespace splits the same as bytes, at a third of the cost.
+    if text.isascii() and _SEPARATORS.search(text) is None:
+        words = text.encode().split()
+    else:
+        words = list(map(str.encode, text.split()))
     if not words:
         return _PACK.pack(*[_EMPTY] * BINS)  # no words: every such page is alike
-    ids = {word: zlib.crc32(word.encode()) for word in set(words)}
-    h = np.fromiter((ids[word] for word in words), dtype=np.uint64, count=len(words))
+    h = np.fromiter(map(zlib.crc32, words), dtype=np.uint64, count=len(words))
     if len(h) < 3:
         h = np.concatenate([h, np.zeros(3 - len(h), dtype=np.uint64)])
     x = h[:-2] * k1 + h[1:-1] * k2 + h[2:] * k3  # wraps around, as meant
