@@ -65,8 +65,8 @@ def plain_text(markdown: str) -> str:
 
 def word_f1(predicted: str, reference: str) -> tuple[float, float, float]:
     """WCXB's metric: precision, recall, F1 of lower-cased word multisets."""
-    pred = Counter(_WORD.findall(predicted.lower()))
-    ref = Counter(_WORD.findall(reference.lower()))
+    pred = Counter(_WORD.findall(_visible(predicted).lower()))
+    ref = Counter(_WORD.findall(_visible(reference).lower()))
     if not ref:
         return (1.0, 1.0, 1.0) if not pred else (0.0, 0.0, 0.0)
     if not pred:
@@ -76,8 +76,14 @@ def word_f1(predicted: str, reference: str) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if overlap else 0.0)
 
 
+def _visible(text: str) -> str:
+    """``text`` without soft hyphens: invisible, yet ``\\w+`` would split a word at each,
+    and a truth copied from the page may have them where an extractor removes them."""
+    return text.replace("\xad", "")
+
+
 def _norm(text: str) -> str:
-    return " ".join(text.split())
+    return " ".join(_visible(text).split())
 
 
 @dataclass
