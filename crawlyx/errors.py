@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from functools import cached_property
+from http import HTTPStatus
 from ssl import SSLError
 
 from scrapy.exceptions import (
@@ -20,6 +22,7 @@ from twisted.python.failure import Failure
 from crawlyx.parts import crawl_parts
 
 ERROR_CLASSES = (
+    "http_3xx",  # a 3xx that leads nowhere: no Location, a 300, a 304 nobody asked for
     "http_4xx",
     "http_5xx",
     "timeout",
@@ -39,7 +42,7 @@ ERROR_CLASSES = (
     "gone",
     # a document (CRAWLYX_DOCUMENTS) that cannot be read: encrypted, broken, no text
     "unreadable",
-    "not_a_page",  # a response of a type crawlyx does not read: an image, an archive...
+    "not_a_page",  # a response crawlyx does not read: an image, an archive, no content...
     # Another address of a document written under one address only (no failure):
     "duplicate",  # its markdown is byte for byte an earlier page's (crawlyx/pipelines/copies.py)
     "alias",  # its rel=canonical names another page of the site, which confirms it
@@ -50,7 +53,16 @@ ERROR_CLASSES = (
 ALIASES = ("duplicate", "alias")
 
 # The classes of a URL that was fetched (or tried) and did not come back fine.
-FETCH_FAILURES = ("http_4xx", "http_5xx", "timeout", "dns", "tls", "connection", "too_large")
+FETCH_FAILURES = (
+    "http_3xx",
+    "http_4xx",
+    "http_5xx",
+    "timeout",
+    "dns",
+    "tls",
+    "connection",
+    "too_large",
+)
 
 
 def error_counts(stats) -> dict[str, int]:
@@ -70,8 +82,19 @@ def describe(failure: Failure) -> str:
     (``HTTP 404 Not Found``), anything else by its exception and message."""
     exc = failure.value
     if isinstance(exc, HttpError):
-        return f"HTTP {response_status_message(exc.response.status)}"
+        return f"HTTP {_status_message(exc.response.status)}"
+    if isinstance(exc, DownloadCancelledError) and not str(exc):  # see classify
+        return "DownloadCancelledError: the body went past DOWNLOAD_MAXSIZE as it came in"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _status_message(status: int) -> str:
+    """``404 Not Found``; Python names the statuses Twisted does not (451)."""
+    message = response_status_message(status)
+    if message.endswith(" Unknown Status"):
+        with suppress(ValueError):
+            message = f"{status} {HTTPStatus(status).phrase}"
+    return message
 
 
 def classify(failure: Failure) -> str:
@@ -80,12 +103,15 @@ def classify(failure: Failure) -> str:
     if isinstance(exc, CrawlyxIgnore):
         return exc.error_class
     if isinstance(exc, HttpError):
-        return "http_5xx" if exc.response.status >= 500 else "http_4xx"
+        status = exc.response.status
+        return "http_5xx" if status >= 500 else "http_4xx" if status >= 400 else "http_3xx"
     if isinstance(exc, (DownloadTimeoutError, net.TimeoutError, net.TCPTimedOutError)):
         return "timeout"
     if isinstance(exc, (CannotResolveHostError, net.DNSLookupError)):
         return "dns"
-    if isinstance(exc, DownloadCancelledError) and "max size" in str(exc):
+    if isinstance(exc, DownloadCancelledError) and ("max size" in str(exc) or not str(exc)):
+        # Said with a length that is over the cap; a body that passes it as it streams in
+        # (no length given) is cancelled without a word.
         return "too_large"
     if isinstance(exc, IgnoreRequest):
         message = str(exc)

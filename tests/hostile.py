@@ -39,6 +39,12 @@ HOME_LINKS = [
     "/utf8",
     "/broken",
     "/loop-a",
+    "/endless",
+    "/refresh-js",
+    "/nowhere",
+    "/unasked",
+    "/empty",
+    "/nocontent",
     "/noai",
     "/xrobots",
     "/otherbot",
@@ -163,6 +169,28 @@ class HostileSite(Serving):
                     return self.send(302, b"", Location="/loop-b")
                 if path == "/loop-b":
                     return self.send(302, b"", Location="/loop-a")
+                if path == "/endless":  # a body without a length that never ends
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    chunk = b"<p>" + b"endless " * 8000 + b"</p>"
+                    try:
+                        while True:  # until the crawler hangs up
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    except OSError:
+                        return None
+                if path == "/refresh-js":  # a refresh to nowhere a crawler can go
+                    head = '<meta http-equiv="refresh" content="0; url=javascript:void(0)">'
+                    return self.send(200, _page("RefreshJs", head=head))
+                if path == "/nowhere":  # a redirect without its Location
+                    return self.send(302, b"")
+                if path == "/unasked":  # "not modified" to a request that asked nothing
+                    return self.send(304, b"")
+                if path == "/empty":
+                    return self.send(200, b"  \n")
+                if path == "/nocontent":
+                    return self.send(204, b"")
                 if path == "/noai":
                     return self.send(200, _page("NoAI", head='<meta name="robots" content="noai">'))
                 if path == "/xrobots":

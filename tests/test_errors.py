@@ -88,3 +88,29 @@ def test_a_missing_sitemap_is_no_error_of_the_sites(small, crawl, tmp_path):
     written = json.loads(report.read_text())
     assert written["errors"] == {"count": 1, "by_class": {"http_4xx": 1}}
     assert written["success_rate"] == {"value": round(2 / 3, 6), "pages": 2, "failed": 1}
+
+
+def test_an_error_is_described_in_words():
+    from scrapy.exceptions import DownloadCancelledError
+    from scrapy.http import Request, Response
+    from scrapy.spidermiddlewares.httperror import HttpError
+    from twisted.python.failure import Failure
+
+    from crawlyx.errors import classify, describe
+
+    def http(status):
+        response = Response(
+            "http://127.0.0.1/x", status=status, request=Request("http://127.0.0.1/x")
+        )
+        return Failure(HttpError(response, "Ignoring non-200 response"))
+
+    # Statuses Twisted has no name for are named as Python names them.
+    assert describe(http(451)) == "HTTP 451 Unavailable For Legal Reasons"
+    assert describe(http(999)) == "HTTP 999 Unknown Status"
+    assert [classify(http(s)) for s in (300, 304, 404, 503)] == [
+        "http_3xx", "http_3xx", "http_4xx", "http_5xx"
+    ]  # fmt: skip
+    # Scrapy cancels a body that outgrows the size cap without a word: it is too large.
+    cancelled = Failure(DownloadCancelledError())
+    assert classify(cancelled) == "too_large"
+    assert "DOWNLOAD_MAXSIZE" in describe(cancelled)

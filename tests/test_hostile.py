@@ -68,14 +68,28 @@ def test_hostile_site(crawl, tmp_path, bomb):
     assert by_url["/binary"]["class"] == by_url["/gzipped"]["class"] == "not_a_page"
     assert by_url["/gzipped"]["detail"] == "text/html: gzip data, not a page"
     assert by_url["/binary"]["detail"] == "text/html: binary data, not a page"
+    for empty in ("/empty", "/nocontent"):  # no page to write
+        assert by_url[empty]["detail"] == "text/html: no content, not a page", empty
     broken = next(i for i in result.items if i["url"].endswith("/broken"))
     assert "tail text here" in broken["markdown"]
+    # A body that passes the size cap as it streams in is too large, as one that says so.
+    assert by_url["/endless"]["class"] == "too_large"
+    # A refresh to javascript: goes nowhere: the page is read as it is.
+    refresh = next(i for i in result.items if i["url"].endswith("/refresh-js"))
+    assert "Some text about RefreshJs" in refresh["markdown"]
+    # A 3xx that leads nowhere is an error of its own, not a page and not lost.
+    assert (by_url["/nowhere"]["class"], by_url["/nowhere"]["detail"]) == (
+        "http_3xx",
+        "HTTP 302 Found",
+    )
+    assert by_url["/unasked"]["class"] == "http_3xx"
+    assert "not conditional" in by_url["/unasked"]["detail"]
     # Stats and the summary agree with the file, one class per URL.
-    for error_class in ("too_large", "timeout", "opted_out", "trap"):
+    for error_class in ("too_large", "timeout", "opted_out", "trap", "http_3xx"):
         count = sum(1 for line in lines if line["class"] == error_class)
         assert result.stat(f"crawlyx/error/{error_class}") == str(count)
     assert len(by_url) == len(lines)
-    assert "errors: " in result.log and "too_large 1" in result.log
+    assert "errors: " in result.log and "too_large 2" in result.log
 
 
 def test_trap_rules():

@@ -27,7 +27,9 @@ from urllib.parse import urljoin, urlsplit
 
 from scrapy.downloadermiddlewares import redirect
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse
 from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.response import get_meta_refresh
 from w3lib.url import safe_url_string
 
 from crawlyx.errors import CrawlyxIgnore
@@ -73,7 +75,15 @@ class RedirectMiddleware(HopRules, redirect.RedirectMiddleware):
 
 
 class MetaRefreshMiddleware(HopRules, redirect.MetaRefreshMiddleware):
-    pass
+    def process_response(self, request, response, spider=None):
+        # A refresh to javascript:, mailto: or the like leads nowhere a crawler goes (a
+        # browser refuses a javascript: one): the page is read as it is. Scrapy means the
+        # same, but fails first building a request for a URL without "//".
+        if isinstance(response, HtmlResponse):
+            url = get_meta_refresh(response, ignore_tags=self._ignore_tags)[1]
+            if url and _scheme(url) not in ("http", "https"):
+                return response
+        return super().process_response(request, response)
 
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -94,6 +104,13 @@ def _other_scheme(request, response) -> str | None:
         return None
     target = urljoin(request.url, safe_url_string(location))
     return None if urlsplit(target).scheme in ("http", "https") else target
+
+
+def _scheme(url: str) -> str:
+    try:
+        return urlsplit(url).scheme
+    except ValueError:  # "http://[::1": no URL to go to either
+        return ""
 
 
 def _check_hop(spider, request, target: str) -> None:

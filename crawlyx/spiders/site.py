@@ -193,7 +193,14 @@ class SiteSpider(Spider):
                 for request in self._sitemap_seeds(origin):
                     yield request
         url = normalize_url(response.url)
-        if response.status == 304:  # a conditional request's answer: unchanged
+        if response.status == 304:
+            if not _conditional(response.request):  # no page, and nothing was asked
+                detail = "HTTP 304 Not Modified, to a request that was not conditional"
+                referrer = response.meta.get("crawlyx_referrer")
+                depth = response.meta.get("depth")
+                self.errors.record(url, "http_3xx", detail, referrer, status=304, depth=depth)
+                return
+            # A refresh run's conditional request: unchanged.
             self.recrawl.not_modified(url, _facts(response))
             if self.graph is not None:  # not read again: its links are not known this run
                 self.graph.outcome(url, status=304, depth=response.meta.get("depth"))
@@ -649,6 +656,12 @@ class SiteSpider(Spider):
             self.visited.park(request)  # not fetched, so not done: the next run fetches it
         else:
             self.visited.release(request)
+
+
+def _conditional(request) -> bool:
+    """The request asks for the page only if it changed (a refresh run's)."""
+    headers = request.headers
+    return b"If-None-Match" in headers or b"If-Modified-Since" in headers
 
 
 def _facts(response) -> dict:

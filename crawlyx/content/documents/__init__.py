@@ -98,8 +98,11 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # and UTF-32's, which start alike
 
 def binary(response) -> str | None:
     """What the body of a response labelled HTML is when it is no text (in words), else
-    None: by its first bytes, or a NUL byte among them (no HTML has one, but in UTF-16)."""
+    None: nothing (a 204, an empty 200), or by its first bytes, or a NUL byte among them
+    (no HTML has one, but in UTF-16)."""
     head = response.body[:1024]
+    if not head.strip() and not response.body.strip():
+        return "no content"
     for magic, what in _MAGIC:
         if head.startswith(magic):
             return what
