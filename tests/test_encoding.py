@@ -44,6 +44,16 @@ def _response(body: bytes, ctype: str = "text/html") -> HtmlResponse:
         (b"<p>plain</p>", "text/html; charset=iso-8859-1", "<p>plain</p>"),
         (b"<p>Caf\xc3\xa9 \xe9t\xc3\xa9</p>", "text/html; charset=utf-8", "<p>Café \ufffdté</p>"),
         ("<p>a \ufffd drawn</p>".encode(), "text/html; charset=utf-8", "<p>a \ufffd drawn</p>"),
+        # UTF-16 said of bytes without a NUL (in UTF-16 "<" is 3C 00): they are UTF-8, else
+        # Windows-1252; a page that is UTF-16 stays so.
+        (
+            '<meta charset="utf-16"><p>Café</p>'.encode(),
+            "text/html",
+            '<meta charset="utf-16"><p>Café</p>',
+        ),
+        ("<p>Café</p>".encode(), "text/html; charset=utf-16", "<p>Café</p>"),
+        ("<p>Café</p>".encode("cp1252"), "text/html; charset=utf-16le", "<p>Café</p>"),
+        ("<p>Café</p>".encode("utf-16-le"), "text/html; charset=utf-16le", "<p>Café</p>"),
         # No label: Scrapy's own reading (the <meta>, then a guess).
         (
             '<meta charset="utf-8"><p>Café</p>'.encode(),
