@@ -198,6 +198,13 @@ def test_redirects_followed_up_to_five(crawl):
     assert result.stat("crawlyx/robots/too_many_redirects") == "1"
 
 
+def test_a_byte_order_mark_and_crlf_lines_hide_no_rule(crawl):
+    robots = "\ufeffUser-agent: *\r\nDisallow: /private/\r\n"
+    site, result = crawl_site(crawl, body(robots))
+    assert fetched(site) == {"/", "/a", "/b"}
+    assert result.stat("crawlyx/error/robots_disallowed") == "1"
+
+
 def test_garbage_robots_is_no_rules(crawl):
     site, _ = crawl_site(crawl, lambda h: h.reply(200, bytes(range(256)) * 50, "text/plain"))
     assert fetched(site) == {"/", "/a", "/b", "/private/c"}

@@ -96,7 +96,9 @@ class Robots:
     def __init__(self, status: int, body: str, fetched_at: float, failures=0, reason="", error=""):
         self.status = status
         self.fetched_at = fetched_at
-        self.body = body if 200 <= status < 300 else ""
+        # A file saved with a byte order mark (Windows editors) has it before its first
+        # "User-agent", which would then name no group: the rules are the file's all the same.
+        self.body = body.removeprefix("\ufeff") if 200 <= status < 300 else ""
         self.parser = Protego.parse(self.body) if 200 <= status < 300 else None
         self.failures = failures if self.unreachable else 0
         self.reason = reason
