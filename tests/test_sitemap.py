@@ -38,28 +38,56 @@ def test_an_unreadable_sitemap_says_why():
         read_sitemap(b"not xml at all", 1 << 20)
 
 
+B = "http://127.0.0.1:9"
+RSS = f"""<?xml version="1.0"?><rss version="2.0"><channel><link>{B}/</link>
+<atom:link xmlns:atom="http://www.w3.org/2005/Atom" href="{B}/feed" rel="self"/>
+<item><title>A</title><link>{B}/post-a</link></item><item><guid>no link</guid></item>
+</channel></rss>"""
+ATOM = f"""<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><link href="{B}/"/>
+<entry><link rel="edit" href="{B}/edit/b"/><link href="{B}/post-b"/></entry>
+<entry><link rel="alternate" type="text/html" href="{B}/post-c"/></entry></feed>"""
+
+
+def test_text_sitemaps_and_feeds_list_their_pages():
+    # The sitemap protocol's other forms: a URL a line (after a byte order mark), and feeds.
+    text = f"\ufeff{B}/a\n{B}/b\r\n\n".encode()
+    assert read_sitemap(text, 0) == ("urlset", [f"{B}/a", f"{B}/b"])
+    assert read_sitemap(RSS.encode(), 0) == ("urlset", [f"{B}/post-a"])
+    assert read_sitemap(ATOM.encode(), 0) == ("urlset", [f"{B}/post-b", f"{B}/post-c"])
+    # A page of text served as the sitemap lists nothing.
+    for body in (b"Not found", b"Moved: see http://127.0.0.1:9/ for more\nor ask us\nthanks"):
+        with pytest.raises(NotASitemap, match="not a sitemap document"):
+            read_sitemap(body, 1 << 20)
+
+
 class _GzippedSitemapHandler(QuietHandler):
     def do_GET(self):  # noqa: N802
         b = f"http://127.0.0.1:{self.server.server_address[1]}"
         documents = {
-            "/robots.txt": ("text/plain", f"User-agent: *\nAllow: /\nSitemap: {b}/index.xml.gz\n"),
+            "/robots.txt": (
+                "text/plain",
+                f"User-agent: *\nAllow: /\nSitemap: {b}/index.xml.gz\nSitemap: {b}/pages.txt\n"
+                f"Sitemap: {b}/feed.xml\n",
+            ),
             "/index.xml.gz": ("application/x-gzip", _sitemap("sitemapindex", [b + "/pages.gz"])),
             "/pages.gz": ("application/x-gzip", _sitemap("urlset", [b + "/a", b + "/b"])),
+            "/pages.txt": ("text/plain", f"{b}/c\n"),
+            "/feed.xml": ("application/rss+xml", RSS.replace(B, b).replace("/post-a", "/d")),
         }
         if self.path in documents:
             ctype, text = documents[self.path]
             body = gzip.compress(text.encode()) if ctype.endswith("gzip") else text
             return self.reply(200, body, ctype)
-        if self.path in ("/", "/a", "/b"):
+        if self.path in ("/", "/a", "/b", "/c", "/d"):
             return self.reply(200, f"<html><body><h1>Page {self.path}</h1></body></html>")
         return self.reply(404, "not found")
 
 
 def test_a_crawl_reads_gzipped_sitemaps_in_the_workers(crawl):
-    # Robots.txt names a gzipped sitemap index; its gzipped sitemap lists two pages that
-    # no page links to.
+    # Robots.txt names a gzipped sitemap index, whose gzipped sitemap lists two pages that
+    # no page links to, a text sitemap and a feed, which list one each.
     with Serving(_GzippedSitemapHandler) as site:
         result = crawl(f"start={site.base}/")
     assert result.returncode == 0, result.log[-2000:]
-    assert sorted(result.urls) == [f"{site.base}/", f"{site.base}/a", f"{site.base}/b"]
-    assert result.stat("crawlyx/workers/sitemaps") == "2"  # the index and its sitemap
+    assert sorted(result.urls) == [f"{site.base}/{path}" for path in ("", "a", "b", "c", "d")]
+    assert result.stat("crawlyx/workers/sitemaps") == "4"  # the index and three sitemaps

@@ -1,5 +1,8 @@
 """Reading a sitemap document: gunzipped if need be, parsed, its locations listed.
 
+The sitemap protocol's three forms are read: the XML ``urlset`` (and ``sitemapindex``), a
+text file of one URL per line, and an RSS 2.0, RSS 1.0 or Atom feed (its entries' links).
+
 Runs in a worker process (see :mod:`crawlyx.content.workers`): a sitemap may be 10 MiB of XML,
 gzipped, and reading it would otherwise hold up the crawl process. A plain function of
 its arguments, so it pickles and runs anywhere.
@@ -25,17 +28,34 @@ class NotASitemap(ValueError):
 
 
 def read_sitemap(body: bytes, max_bytes: int) -> tuple[str, list[str]]:
-    """The document's type (``urlset`` or ``sitemapindex``) and the locations it lists,
-    stripped, in order. A gzipped document is gunzipped up to ``max_bytes`` (0: no cap)."""
+    """The document's type (``urlset`` or ``sitemapindex``; a text sitemap or a feed is a
+    ``urlset``) and the locations it lists, stripped, in order. A gzipped document is
+    gunzipped up to ``max_bytes`` (0: no cap)."""
     if body[:3] == _GZIP_MAGIC:
         try:
             body = gunzip(body, max_bytes)
         except Exception as exc:
             raise NotASitemap("bad or oversized gzip") from exc
+    if not body.lstrip(_LEADING).startswith(b"<"):
+        return "urlset", _text_locations(body)
     try:
         return _locations(body)
     except Exception as exc:
         raise NotASitemap("not a sitemap document") from exc
+
+
+_LEADING = b"\xef\xbb\xbf \t\r\n"  # a byte order mark, blank lines
+
+
+def _text_locations(body: bytes) -> list[str]:
+    """The URLs of a text sitemap, one a line. Most of its lines must be URLs: a page of
+    text (a "not found" served as the sitemap) is none."""
+    lines = [line.strip() for line in body.decode("utf-8-sig", "replace").splitlines()]
+    lines = [line for line in lines if line]
+    urls = [line for line in lines if line.startswith(("http://", "https://"))]
+    if not urls or len(urls) * 2 < len(lines):
+        raise NotASitemap("not a sitemap document")
+    return urls
 
 
 def gunzip(data: bytes, max_bytes: int) -> bytes:
@@ -74,6 +94,8 @@ def _locations(body: bytes) -> tuple[str, list[str]]:
     )
     _, root = next(events)
     kind, locations = _name(root), []
+    if kind in _FEEDS:
+        return "urlset", _feed_links(events)
     for event, element in events:
         if event != "end" or _name(element) not in ("url", "sitemap"):
             continue
@@ -83,6 +105,29 @@ def _locations(body: bytes) -> tuple[str, list[str]]:
                 break
         element.clear()
     return kind, locations
+
+
+_FEEDS = ("rss", "RDF", "feed")  # RSS 2.0, RSS 1.0, Atom
+
+
+def _feed_links(events) -> list[str]:
+    """The link of each entry of a feed: an RSS item's ``<link>`` text, an Atom entry's
+    ``<link href>`` (its ``alternate``, the default relation)."""
+    links = []
+    for event, element in events:
+        if event != "end" or _name(element) not in ("item", "entry"):
+            continue
+        for child in element:
+            if _name(child) != "link":
+                continue
+            link = (child.text or "").strip()
+            if not link and child.get("rel", "alternate") == "alternate":
+                link = (child.get("href") or "").strip()
+            if link:
+                links.append(link)
+                break
+        element.clear()
+    return links
 
 
 def _name(element) -> str:
