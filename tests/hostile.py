@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import secrets
 import threading
 import time
 import zlib
@@ -45,6 +46,7 @@ HOME_LINKS = [
     "/unasked",
     "/empty",
     "/nocontent",
+    "/member/0",
     "/noai",
     "/xrobots",
     "/otherbot",
@@ -52,6 +54,9 @@ HOME_LINKS = [
     "/deep/a/a/a/a/page",
     "/long?q=" + "x" * 3000,
 ]
+
+
+MEMBERS = 4  # pages /member/0-3: a forum that keeps sessions in its URLs, not in cookies
 
 
 # A calendar whose months differ (each lists its own events) and link the months before
@@ -116,7 +121,7 @@ class HostileSite(Serving):
 
             def do_GET(self):  # noqa: N802
                 parts = urlsplit(self.path)
-                path = parts.path
+                path = parts.path.split(";")[0]  # a session id in the path is no other page
                 with site.lock:
                     site.counts[path] += 1
                 if path == "/robots.txt":
@@ -191,6 +196,14 @@ class HostileSite(Serving):
                     return self.send(200, b"  \n")
                 if path == "/nocontent":
                     return self.send(204, b"")
+                if path.startswith("/member/"):  # a new session in every link served
+                    sid = secrets.token_hex(16)
+                    links = "".join(
+                        f'<a href="/member/{i};jsessionid={sid}">Member {i}</a> '
+                        f'<a href="/member/{i}?PHPSESSID={sid}">Member {i} again</a> '
+                        for i in range(MEMBERS)
+                    )
+                    return self.send(200, _page(f"Member {path[8:]}", links))
                 if path == "/noai":
                     return self.send(200, _page("NoAI", head='<meta name="robots" content="noai">'))
                 if path == "/xrobots":

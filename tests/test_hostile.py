@@ -9,7 +9,7 @@ import pytest
 
 from crawlyx.policy.optout import OptOut
 from crawlyx.urls.traps import TrapRules
-from tests.hostile import HostileSite, gzip_bomb
+from tests.hostile import MEMBERS, HostileSite, gzip_bomb
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +68,14 @@ def test_hostile_site(crawl, tmp_path, bomb):
     assert by_url["/binary"]["class"] == by_url["/gzipped"]["class"] == "not_a_page"
     assert by_url["/gzipped"]["detail"] == "text/html: gzip data, not a page"
     assert by_url["/binary"]["detail"] == "text/html: binary data, not a page"
+    # A site that puts a new session id in every link: each page fetched once, its
+    # markdown's links without one.
+    members = [i for i in result.items if "/member/" in i["url"]]
+    assert sorted(i["url"].replace(site.base, "") for i in members) == [
+        f"/member/{n}" for n in range(MEMBERS)
+    ]
+    assert all(site.counts[f"/member/{n}"] == 1 for n in range(MEMBERS))
+    assert not any("jsessionid" in i["markdown"] or "PHPSESSID" in i["markdown"] for i in members)
     for empty in ("/empty", "/nocontent"):  # no page to write
         assert by_url[empty]["detail"] == "text/html: no content, not a page", empty
     broken = next(i for i in result.items if i["url"].endswith("/broken"))

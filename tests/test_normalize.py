@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crawlyx.urls.normalize import (
+    SESSION_PARAMS,
     TRACKING_PARAMS,
     TRACKING_PREFIXES,
     _normalize_full,
@@ -23,6 +24,7 @@ from crawlyx.urls.normalize import (
     remove_fragment,
     resolve_relative,
     sort_query_params,
+    strip_session_ids,
     strip_tracking_params,
     url_origin,
 )
@@ -313,7 +315,49 @@ def test_tracking_rule_directly() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 4. sort_query_params
+# 4. strip_session_ids
+# --------------------------------------------------------------------------------------------
+
+
+def test_session_ids_stripped() -> None:
+    token = "0123456789abcdef0123456789ABCDEF"
+    check(
+        [
+            ("http://a.com/page;jsessionid=ABC123", "http://a.com/page"),
+            ("http://a.com/page;JSESSIONID=abc?id=3", "http://a.com/page?id=3"),
+            ("http://a.com/dir;jsessionid=x/page", "http://a.com/dir/page"),
+            ("http://a.com/;jsessionid=x", "http://a.com/"),
+            ("http://a.com/p?PHPSESSID=abc&id=3", "http://a.com/p?id=3"),
+            ("http://a.com/p?osCsid=abc&cfid=1&cftoken=2", "http://a.com/p"),
+            (
+                f"http://a.com/viewtopic.php?f=1&t=2&sid={token}",
+                "http://a.com/viewtopic.php?f=1&t=2",
+            ),
+        ]
+    )
+
+
+def test_session_lookalikes_kept() -> None:
+    check(
+        [
+            ("http://a.com/p?sid=5", "http://a.com/p?sid=5"),  # a station, a story: an id
+            ("http://a.com/p?session=2024", "http://a.com/p?session=2024"),
+            ("http://a.com/p;version=2", "http://a.com/p;version=2"),
+            ("http://a.com/p?q=phpsessid", "http://a.com/p?q=phpsessid"),
+        ]
+    )
+
+
+def test_session_rule_directly() -> None:
+    assert "phpsessid" in SESSION_PARAMS and "jsessionid" in SESSION_PARAMS
+    parts = strip_session_ids(urlsplit("http://a/x;jsessionid=1?a=1&PHPSESSID=2"))
+    assert (parts.path, parts.query) == ("/x", "a=1")
+    untouched = urlsplit("http://a/x;v=1?sid=5&a=1")
+    assert strip_session_ids(untouched) is untouched
+
+
+# --------------------------------------------------------------------------------------------
+# 5. sort_query_params
 # --------------------------------------------------------------------------------------------
 
 
@@ -356,7 +400,7 @@ def test_sort_rule_directly() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 5. canonical_percent_encoding
+# 6. canonical_percent_encoding
 # --------------------------------------------------------------------------------------------
 
 
@@ -414,7 +458,7 @@ def test_percent_rule_directly() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 6. normalize_trailing_slash, path case
+# 7. normalize_trailing_slash, path case
 # --------------------------------------------------------------------------------------------
 
 

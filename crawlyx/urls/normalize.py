@@ -17,13 +17,14 @@ dedup policy: small pure functions that take and return a
 1. :func:`resolve_relative`            the WHATWG parse of the link against the page URL
 2. :func:`remove_fragment`             ``#section``
 3. :func:`strip_tracking_params`       ``utm_*``, ``gclid``, ``fbclid``, ...
-4. :func:`sort_query_params`           ``?b=2&a=1`` -> ``?a=1&b=2``
-5. :func:`canonical_percent_encoding`  ``%7e`` -> ``~``, ``%2f`` -> ``%2F``, ``|`` -> ``%7C``
-6. :func:`normalize_trailing_slash`    ``/docs/`` -> ``/docs``
+4. :func:`strip_session_ids`           ``;jsessionid=...``, ``PHPSESSID``, ...
+5. :func:`sort_query_params`           ``?b=2&a=1`` -> ``?a=1&b=2``
+6. :func:`canonical_percent_encoding`  ``%7e`` -> ``~``, ``%2f`` -> ``%2F``, ``|`` -> ``%7C``
+7. :func:`normalize_trailing_slash`    ``/docs/`` -> ``/docs``
 
-Rule 3 matches percent-decoded parameter names and rule 4 sorts parameters by their canonical
-(rule 5) spelling, so the result does not depend on how a parameter happened to be escaped,
-and normalizing twice changes nothing.
+Rules 3 and 4 match percent-decoded parameter names and rule 5 sorts parameters by their
+canonical (rule 6) spelling, so the result does not depend on how a parameter happened to be
+escaped, and normalizing twice changes nothing.
 
 The trailing-slash form is a *dedup key* policy: the crawler dedups on it, while the fetch
 itself may use the URL as it was discovered.
@@ -35,11 +36,12 @@ import functools
 import re
 import string
 from operator import methodcaller
-from urllib.parse import SplitResult, quote, unquote, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 import ada_url
 
 __all__ = [
+    "SESSION_PARAMS",
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",
     "canonical_percent_encoding",
@@ -50,8 +52,10 @@ __all__ = [
     "remove_fragment",
     "resolve_relative",
     "sort_query_params",
+    "strip_session_ids",
     "strip_tracking_params",
     "url_origin",
+    "without_session",
 ]
 
 #: Query parameter names that only carry click/campaign tracking. Matched against the
@@ -114,6 +118,20 @@ TRACKING_PARAMS: frozenset[str] = frozenset(
 
 #: Query parameter name prefixes that only carry tracking (matched like TRACKING_PARAMS).
 TRACKING_PREFIXES: tuple[str, ...] = ("utm_",)
+
+#: Query parameter names that carry a visitor's session (matched like TRACKING_PARAMS). A
+#: site that keeps sessions in its URLs for clients that take no cookies (crawlyx takes
+#: none) puts a new one in every link of every page it serves: each page would be met
+#: under as many URLs as there are pages linking to it, for ever. Besides these, a ``sid``
+#: whose value is a hex token (phpBB's) and a ``;jsessionid=`` path parameter (Java
+#: servlets) are sessions.
+SESSION_PARAMS: frozenset[str] = frozenset(
+    {"phpsessid", "jsessionid", "sessionid", "session_id", "sessid", "cfid", "cftoken",
+     "oscsid", "zenid"}
+)  # fmt: skip
+_SESSION_TOKEN = re.compile(r"[0-9A-Fa-f]{16,}")
+_PATH_SESSION = re.compile(r";jsessionid=[^/]*", re.IGNORECASE)
+_SESSION_HINTS = ("sess", "sid", "cf", "zenid")  # in every session name: a cheap screen
 
 
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
@@ -281,6 +299,41 @@ def strip_tracking_params(parts: SplitResult) -> SplitResult:
     return _new(SplitResult, (scheme, netloc, path, "&".join(kept), fragment))
 
 
+def strip_session_ids(parts: SplitResult) -> SplitResult:
+    """Remove session ids: a ``;jsessionid=`` path parameter, SESSION_PARAMS, and a ``sid``
+    whose value is a hex token of 16 digits or more."""
+    scheme, netloc, path, query, fragment = parts
+    new_path = _PATH_SESSION.sub("", path) if ";" in path else path
+    new_query = query
+    if query and any(hint in query.lower() for hint in _SESSION_HINTS):
+        new_query = "&".join(param for param in query.split("&") if not _session(param))
+    if new_path == path and new_query == query:
+        return parts
+    return _new(SplitResult, (scheme, netloc, new_path, new_query, fragment))
+
+
+def without_session(url: str) -> str:
+    """``url`` as it is written, but for its session ids (:func:`strip_session_ids`): a
+    link kept in a page's markdown (the page reads the same to every visitor)."""
+    if ";" not in url and "?" not in url:  # most links: nothing to look for
+        return url
+    lowered = url.lower()
+    if ";jsessionid=" not in lowered and not any(hint in lowered for hint in _SESSION_HINTS):
+        return url
+    try:
+        return urlunsplit(strip_session_ids(urlsplit(url)))
+    except ValueError:
+        return url
+
+
+def _session(param: str) -> bool:
+    name, _, value = param.partition("=")
+    if "%" in name:
+        name = unquote(name)
+    name = name.lower() if name.isascii() else name.translate(_ASCII_LOWER)
+    return name in SESSION_PARAMS or (name == "sid" and bool(_SESSION_TOKEN.fullmatch(value)))
+
+
 def sort_query_params(parts: SplitResult) -> SplitResult:
     """Stable-sort params by (name, value), keeping blank values and repeats; drop empty ones."""
     scheme, netloc, path, query, fragment = parts
@@ -289,7 +342,7 @@ def sort_query_params(parts: SplitResult) -> SplitResult:
     params = query.split("&")
     if "" in params:
         params = [p for p in params if p]
-    # Compare canonical (rule 5) spellings so "%7e" and "~" sort alike: keeps the result
+    # Compare canonical (rule 6) spellings so "%7e" and "~" sort alike: keeps the result
     # idempotent and independent of how the page happened to escape its links.
     if "%" in query or _QUERY_UNSAFE_RE.search(query) is not None:
         params.sort(key=_canonical_param_key)
@@ -349,7 +402,7 @@ def _normalize_absolute(url: str) -> str:
 
 # A root-relative reference written in characters that need no escaping and without dot
 # segments (most links on a page) resolves against the base's origin alone, the parse
-# leaves it as it is, and of the rules only 3, 4 and 6 can change it: the short way gives
+# leaves it as it is, and of the rules only 3, 4, 5 and 7 can change it: the short way gives
 # what the full one would (a property test holds them equal) at a fraction of the cost.
 _SIMPLE_PATH = "[" + re.escape(_UNRESERVED + _PATH_SAFE) + "]*"
 _SIMPLE_QUERY = "[" + re.escape(_UNRESERVED + _QUERY_SAFE) + "]*"
@@ -375,7 +428,8 @@ def _normalize_simple(url: str, base: str) -> str | None:
     except ValueError:
         return None  # the full way says what is wrong with the base
     parts = _new(SplitResult, (scheme, netloc, path, query, ""))
-    parts = normalize_trailing_slash(sort_query_params(strip_tracking_params(parts)))
+    parts = strip_session_ids(strip_tracking_params(parts))
+    parts = normalize_trailing_slash(sort_query_params(parts))
     return _join(parts)
 
 
@@ -398,6 +452,7 @@ def _normalize_full(url: str, base: str | None = None) -> str:
             raise ValueError(f"not an http(s) URL (scheme {parts.scheme!r})")
         parts = remove_fragment(parts)
         parts = strip_tracking_params(parts)
+        parts = strip_session_ids(parts)
         parts = sort_query_params(parts)
         parts = canonical_percent_encoding(parts)
         parts = normalize_trailing_slash(parts)

@@ -32,6 +32,7 @@ from crawlyx.content.markdown.text import (
     _re_whitespace,
 )
 from crawlyx.content.markdown.tree import MAX_DEPTH, Element, build
+from crawlyx.urls.normalize import without_session
 
 # Tag name -> converter method name.  An explicit table instead of markdownify's
 # getattr("convert_" + tag) so that a tag like <soup> or <list> cannot hit a helper method.
@@ -328,7 +329,7 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             page, _fragment = urldefrag(url)
             if page == state.page_url:
                 return ""  # in-page anchor
-        url = url.replace(" ", "%20").replace("<", "%3C").replace(">", "%3E")
+        url = without_session(url).replace(" ", "%20").replace("<", "%3C").replace(">", "%3E")
         if url.count("(") != url.count(")"):
             url = url.replace("(", "%28").replace(")", "%29")
         return url
