@@ -1093,3 +1093,23 @@ def test_a_docs_page_keeps_the_asides_set_in_its_text(docs):
     kept = ("- Paragraph markup", "File ‣ Settings", "A sidebar beside the text.")
     assert all((part in markdown) is docs for part in kept), markdown
     assert "Docs home" not in markdown
+
+
+def test_math_hidden_from_screen_readers_is_seen():
+    # MediaWiki: the MathML is hidden (for screen readers, which read it from the image's
+    # alt), the image of the formula is hidden from screen readers: the eye sees it.
+    formula = (
+        '<span class="mwe-math-element"><span class="mwe-math-mathml-inline mwe-math-mathml-a11y"'
+        ' style="display: none;"><math alttext="{\\displaystyle \\pi r^{2}}"><mi>π</mi></math>'
+        '</span><img src="/math/a.svg" class="mwe-math-fallback-image-inline mw-invert"'
+        ' aria-hidden="true" alt="{\\displaystyle \\pi r^{2}}"></span>'
+    )
+    page = (
+        "<html><body><main><h1>Circle</h1><p>A circle of radius r has the area "
+        f"{formula}, which the Greeks approximated by polygons with many sides.</p>"
+        '<p>Icon <img src="/i.svg" class="icon" aria-hidden="true" alt="star"> here.</p>'
+        "</main></body></html>"
+    )
+    md = page_markdown(page, URL)
+    assert "the area $\\pi r^{2}$, which" in md
+    assert "star" not in md

@@ -587,6 +587,30 @@ def test_superscripts_and_subscripts_are_kept_as_inline_html():
     assert "`2n`" in out  # in code, the code's text
 
 
+def test_math_is_written_as_its_tex():
+    """KaTeX's MathML carries its TeX in an annotation, MediaWiki's in alttext and its
+    image's alt, a LaTeX plugin's image in its alt: $...$, or $$...$$ set apart. MathML
+    alone is its text."""
+    katex = (
+        '<p>So <span class="katex"><span class="katex-mathml"><math><semantics><mrow><msub>'
+        "<mi>x</mi><mn>1</mn></msub></mrow>"
+        '<annotation encoding="application/x-tex">x_1 * y</annotation></semantics></math>'
+        "</span></span> holds.</p>"
+        '<div class="katex-display"><math display="block"><semantics><mi>a</mi>'
+        '<annotation encoding="application/x-tex">a^2 + b^2</annotation></semantics></math></div>'
+    )
+    assert md(katex) == "So $x_1 * y$ holds.\n\n$$a^2 + b^2$$\n"
+    wiki = (
+        '<p>Area <span class="mwe-math-element"><math alttext="{\\displaystyle \\pi r^{2}}">'
+        "<mi>π</mi></math></span>, or "
+        '<img class="mwe-math-fallback-image-inline" aria-hidden="true" src="a.svg"'
+        ' alt="{\\displaystyle \\pi r^{2}}">.'
+        '</p><p>Then <img class="latex" alt="e^{i\\pi}" src="latex.php"> and '
+        '<math><mi>x</mi><mo>+</mo></math><img class="logo" alt="Our logo" src="logo.png"></p>'
+    )
+    assert md(wiki) == "Area $\\pi r^{2}$, or $\\pi r^{2}$.\n\nThen $e^{i\\pi}$ and x+\n"
+
+
 def test_a_long_subscript_is_small_print_not_a_subscript():
     html = "<p><em><sub>Figure 1: an avalanche profile, source SLF</sub></em> 2<sup>n − 1</sup></p>"
     assert md(html) == "*Figure 1: an avalanche profile, source SLF* 2<sup>n − 1</sup>\n"

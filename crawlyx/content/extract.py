@@ -42,6 +42,7 @@ from crawlyx.content.boilerplate import (
     drop_trailing_headings,
 )
 from crawlyx.content.markdown import DROP_TAGS, element_to_markdown, html_to_markdown
+from crawlyx.content.markdown.tags import MATH_IMAGE
 from crawlyx.content.markdown.tree import parse
 
 # What the converter never reads (scripts, styles, a ruby's reading aid, a video's
@@ -293,8 +294,13 @@ def _boilerplate_name(names: str) -> bool:
 
 def _is_hidden(el) -> bool:
     """Hidden from the reader. A link hidden from screen readers only is a second link to
-    where another goes (a card's excerpt beside its title): the eye sees its text."""
-    if el.get("hidden") is not None or (el.get("aria-hidden") == "true" and el.tag != "a"):
+    where another goes (a card's excerpt beside its title): the eye sees its text; so it
+    sees an image of math (:data:`MATH_IMAGE`)."""
+    if el.get("hidden") is not None:
+        return True
+    if el.get("aria-hidden") == "true" and not (
+        el.tag == "a" or (el.tag == "img" and MATH_IMAGE.search(el.get("class", "")))
+    ):
         return True
     style = el.get("style")
     if style and _HIDDEN_STYLE.search(style):

@@ -22,6 +22,7 @@ from crawlyx.content.markdown.tags import (
     _HEADINGS,
     _INLINE_CONTEXT,
     _NOFORMAT,
+    MATH_IMAGE,
     _is_block_outside,
 )
 from crawlyx.content.markdown.text import (
@@ -68,6 +69,7 @@ _CONVERTERS = {
     "q": "convert_q",
     "sup": "convert_sup",
     "sub": "convert_sub",
+    "math": "convert_math",
     "figcaption": "convert_div",
     # table parts only matter for tables nested in a cell (flattened to text)
     "table": "convert_inline_table_part",
@@ -115,6 +117,14 @@ _BOLD = frozenset({"b", "strong"})
 _ITALIC = frozenset({"em", "i", "cite"})
 _SCRIPTS = frozenset({"sup", "sub"})
 SCRIPT_WORDS = 4  # a superscript or subscript is an exponent, an index, a note's number
+
+# Math a page renders for the eye (KaTeX, MediaWiki, a LaTeX plugin's images) keeps its
+# TeX beside it: in a MathML <annotation>, the <math alttext>, an image's alt. Written as
+# $...$ (or $$...$$ on a line of its own), the TeX is what LLMs read and GFM renders;
+# MathML's own text flattens "a<msup>" to "a2". MediaWiki wraps its TeX in a
+# "{\displaystyle ...}" that says how to set it, not what it says.
+_TEX_ENCODINGS = frozenset({"application/x-tex", "application/x-latex", "text/x-tex"})
+_re_tex_style = re.compile(r"^\{\\(?:display|text)style\s*(.*)\}$", re.DOTALL)
 
 # "<" that would start a raw HTML tag / comment / declaration in markdown
 _re_tag_like = re.compile(r"<(?=[A-Za-z/!?])")
@@ -338,6 +348,10 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         # An image is its alt text only where it is a figure's content and no caption
         # says what it shows. Elsewhere it is a product shot, a logo, an icon or
         # decoration: a reader never sees its alt, and the text beside it says it.
+        alt = el.get("alt")
+        if isinstance(alt, str) and alt.strip() and MATH_IMAGE.search(el.get("class", "")):
+            display = "display" in el.get("class", "")  # MediaWiki's "...-image-display"
+            return _math(alt, display, parent_tags)
         if "figure" not in parent_tags:
             return ""
         figure = el.parent
@@ -352,6 +366,10 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
         if alt and "_noformat" not in parent_tags:
             alt = self.escape(alt, parent_tags)
         return alt
+
+    def convert_math(self, el, text, parent_tags):
+        tex = el.get("alttext") or _annotation(el)
+        return _math(tex, el.get("display") == "block", parent_tags) if tex else text
 
     def convert_b(self, el, text, parent_tags):
         if not _BOLD.isdisjoint(parent_tags):
@@ -473,3 +491,23 @@ class CrawlyxMarkdownConverter(TableMixin, MarkdownConverter):
             return " " + _inline_code(text) + " " if text else ""
         text = _re_pre_lstrip.sub("", text).rstrip()
         return fenced(text, code_language(el)) if text else ""
+
+
+def _annotation(el) -> str:
+    """The TeX of a MathML element's ``<annotation>``, or ''."""
+    for child in el.elements():
+        if child.name == "annotation" and child.get("encoding", "").lower() in _TEX_ENCODINGS:
+            return "".join(c for c in child.contents if type(c) is str)
+        found = _annotation(child)
+        if found:
+            return found
+    return ""
+
+
+def _math(tex: str, display: bool, parent_tags) -> str:
+    """TeX as markdown math: ``$tex$``, or ``$$tex$$`` as a block of its own."""
+    tex = _re_all_whitespace.sub(" ", tex).strip()
+    tex = _re_tex_style.sub(r"\1", tex).strip()
+    if "_noformat" in parent_tags:
+        return tex
+    return f"\n\n$${tex}$$\n\n" if display and "_inline" not in parent_tags else f"${tex}$"

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
+# An image of math (MediaWiki's fallback, a LaTeX plugin's): its alt is the TeX, and the
+# eye sees it even where it is hidden from screen readers (the MathML beside it is theirs).
+MATH_IMAGE = re.compile(r"(?:^|[\s_-])(?:math|latex|tex)(?:$|[\s_-])", re.IGNORECASE)
+
 # Elements dropped together with their content; a ruby's annotation (<rt>, and the <rp>
 # parentheses around it) is a reading aid printed above the text, not words of it, and
 # what a <video> or <audio> holds is shown only by browsers that cannot play it ("Your
