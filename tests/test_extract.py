@@ -1113,3 +1113,16 @@ def test_math_hidden_from_screen_readers_is_seen():
     md = page_markdown(page, URL)
     assert "the area $\\pi r^{2}$, which" in md
     assert "star" not in md
+
+
+def test_a_footnotes_way_back_goes():
+    page = (
+        "<html><body><main><h1>Notes</h1><p>A claim that needs a source, and more words "
+        'about it<sup id="r1"><a href="#fn1">1</a></sup>.</p><ol class="footnotes">'
+        '<li id="fn1">Seneca, letters. [<a href="#r1" class="footnote-back-link">↩</a>]</li>'
+        '<li id="fn2">Second note. <a href="#r2">↩︎</a></li>'
+        '<li id="fn3"><a href="#r3">^</a> Third note.</li></ol></main></body></html>'
+    )
+    md = page_markdown(page, URL)
+    assert "1. Seneca, letters.\n2. Second note.\n3. Third note." in md
+    assert "↩" not in md and "[]" not in md

@@ -138,6 +138,8 @@ _CONTAINERS = frozenset(
 )
 # Permalink anchors beside headings: "¶", "#", "§", a link icon, or nothing.
 _PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
+# A footnote's way back to where it is cited ("↩", markdown-it's "↩︎", Wikipedia's "^").
+_BACKLINK_TEXT = frozenset({"↩", "↩\ufe0e", "↩\ufe0f", "↑", "^"})
 _PERMALINK_MARKS = "¶#§🔗⚓\u200b "  # what a heading's text ends with when its permalink is in it
 _SKIP_LINK = re.compile(r"skip\b", re.IGNORECASE)
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
@@ -351,13 +353,15 @@ def _is_tab_label(el) -> bool:
 
 
 def _is_permalink(el) -> bool:
-    """A heading's permalink ("¶"), a footnote marker ("[2]") or a "Skip to content"
-    link, pointing into the page."""
+    """A heading's permalink ("¶"), a footnote marker ("[2]") or its way back ("↩"), or
+    a "Skip to content" link, pointing into the page."""
     if el.tag == "a":
         if not el.get("href", "").startswith("#"):
             return False
         text = _text(el).strip()
-        return text in _PERMALINK_TEXT or _SKIP_LINK.match(text) is not None
+        return (
+            text in _PERMALINK_TEXT or text in _BACKLINK_TEXT or _SKIP_LINK.match(text) is not None
+        )
     if el.tag == "sup":
         links = el.findall(".//a")
         return (
@@ -366,6 +370,21 @@ def _is_permalink(el) -> bool:
             and bool(_FOOTNOTE_MARK.fullmatch(_text(el).strip()))
         )
     return False
+
+
+def _unbracket(el) -> None:
+    """The brackets written around a link that goes ("[↩]") go with it."""
+    tail = (el.tail or "").lstrip()
+    prev = el.getprevious()
+    before = (prev.tail if prev is not None else el.getparent().text) or ""
+    if not tail.startswith("]") or not before.rstrip().endswith("["):
+        return
+    before = before.rstrip()[:-1]
+    if prev is not None:
+        prev.tail = before
+    else:
+        el.getparent().text = before
+    el.tail = tail[1:]
 
 
 def _inside(el, tags):
@@ -492,7 +511,10 @@ def _judge(el, opened: set, total: int, posts: set, hidden: list, docs: bool) ->
     if tag not in _JUDGED_BARE and not el.keys():
         return False  # most elements: nothing in their markup says chrome
     if _is_permalink(el):
-        return _inside(el, _CODE) is None  # a code listing's line anchors are its own
+        if _inside(el, _CODE) is not None:
+            return False  # a code listing's line anchors are its own
+        _unbracket(el)
+        return True
     if tag == "summary":
         if _is_toggle_label(el):
             return True
