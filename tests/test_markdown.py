@@ -168,6 +168,30 @@ def test_pygments_line_number_table_becomes_one_code_block():
     assert md(html) == "```\na = 1\nb = 2\n```\n"
 
 
+def test_chromas_line_numbers_are_no_code():
+    """Hugo's highlighter: a gutter cell named as the code's cell ("lntd") beside it, or
+    a number span before each line."""
+    table = (
+        '<div class="highlight"><div class="chroma"><table class="lntable"><tr>'
+        '<td class="lntd"><pre class="chroma"><code><span class="lnt">1\n</span>'
+        '<span class="lnt"><a class="lnlinks" href="#hl-0-2">2</a>\n</span></code></pre></td>'
+        '<td class="lntd"><pre class="chroma"><code class="language-go" data-lang="go">'
+        '<span class="line"><span class="cl"><span class="kn">package</span> main\n</span></span>'
+        '<span class="line"><span class="cl">func main() {}\n</span></span></code></pre></td>'
+        "</tr></table></div></div>"
+    )
+    assert md(table) == "```go\npackage main\nfunc main() {}\n```\n"
+    inline = (
+        '<pre class="chroma"><code class="language-python"><span class="line"><span class="ln">1'
+        '</span><span class="cl">x = 1\n</span></span><span class="line"><span class="ln">2</span>'
+        '<span class="cl">y = 2\n</span></span></code></pre>'
+    )
+    assert md(inline) == "```python\nx = 1\ny = 2\n```\n"
+    # A table whose cells happen to be named so is a table.
+    cells = '<table><tr><td class="lntd">not code</td><td class="lntd">cells</td></tr></table>'
+    assert md(cells) == "| not code | cells |\n| --- | --- |\n"
+
+
 # ---------------------------------------------------------------- code
 
 

@@ -35,11 +35,16 @@ _LINENO_CLASSES = frozenset(
     {"linenos", "gutter", "lineno", "line-numbers", "hljs-ln-numbers", "blob-num", "lines-num"}
 )
 
+# Chroma's (Hugo's) line numbers: "ln" spans before each line, or "lnt" spans in a gutter
+# cell ("lntd", as is the code's cell beside it).
+_CHROMA_LINENOS = frozenset({"ln", "lnt"})
+
 # Inside code, marks that are not code: shell and REPL prompts (Pygments ``gp``, Prism's
 # command-line ``prompt``) and line numbers written into the text.
 _CODE_NOISE = (
     frozenset({"gp", "prompt", "line-number", "line-numbers-rows", "linenumber", "rouge-gutter"})
     | _LINENO_CLASSES
+    | _CHROMA_LINENOS
 )
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from crawlyx.content.markdown.code import _LINENO_CLASSES, _classes, _language_from, fenced
+from crawlyx.content.markdown.code import (
+    _CHROMA_LINENOS,
+    _LINENO_CLASSES,
+    _classes,
+    _language_from,
+    fenced,
+)
 from crawlyx.content.markdown.text import _join_blocks, _re_all_whitespace
 from crawlyx.content.markdown.tree import Element
 
@@ -138,8 +144,26 @@ def _covered(pending: dict[int, int], col: int) -> None:
 
 
 def _is_gutter(cell: Element) -> bool:
-    """A cell of a code listing's line-number gutter."""
-    return not _LINENO_CLASSES.isdisjoint(_classes(cell))
+    """A cell of a code listing's line-number gutter: named so, or (Chroma's, named as the
+    code's cell is) holding line numbers alone."""
+    classes = _classes(cell)
+    if not _LINENO_CLASSES.isdisjoint(classes):
+        return True
+    if "lntd" not in classes:
+        return False
+    numbers = False
+    stack = [cell]
+    while stack:
+        el = stack.pop()
+        if not _CHROMA_LINENOS.isdisjoint(_classes(el)):
+            numbers = True
+            continue
+        for child in el.contents:
+            if type(child) is Element:
+                stack.append(child)
+            elif child.strip():
+                return False  # code, not a number
+    return numbers
 
 
 def _holds_pre(cell: Element) -> bool:
