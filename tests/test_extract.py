@@ -1126,3 +1126,25 @@ def test_a_footnotes_way_back_goes():
     md = page_markdown(page, URL)
     assert "1. Seneca, letters.\n2. Second note.\n3. Third note." in md
     assert "↩" not in md and "[]" not in md
+
+
+def test_a_table_of_link_trees_is_a_navigation_box():
+    # Wikipedia's sidebar: a table whose rows hold nested lists of links to other articles.
+    rows = "".join(
+        f'<tr><td><div class="hlist"><ul><li><a href="/wiki/T{n}">Topic {n}</a><ul>'
+        f'<li><a href="/wiki/S{n}a">Subtopic {n} a</a></li><li><a href="/wiki/S{n}b">Subtopic '
+        f"{n} b</a></li></ul></li></ul></div></td></tr>"
+        for n in range(6)
+    )
+    page = (
+        "<html><body><div id='content'><h1>Embedding</h1>"
+        f'<table class="vertical-navbox nowraplinks">{rows}</table>'
+        "<p>An embedding maps each object to a point in a space of few dimensions, so that "
+        "objects alike land close together and objects unlike land far apart.</p>"
+        "<p>It is computed by gradient descent on a divergence between two distributions of "
+        "neighbours, one in each space, which the method keeps as close as it can.</p>"
+        "</div></body></html>"
+    )
+    md = page_markdown(page, URL)
+    assert "gradient descent" in md
+    assert "Subtopic" not in md and "Topic 1" not in md

@@ -913,8 +913,13 @@ def _drop_link_lists(root, stats, url: str, docs: bool) -> None:
             continue
         if el.tag in ("ul", "ol") and _inside(el, ("li",)) is not None:
             continue  # a nested list of a larger list: judged with it
-        if el.find(".//li/ul") is not None or el.find(".//li/ol") is not None or el in contents:
-            continue  # a table of contents (a tree of links) is not a rail of links
+        if el in contents or (
+            el.tag != "table"
+            and (el.find(".//li/ul") is not None or el.find(".//li/ol") is not None)
+        ):
+            # A table of contents (a tree of links) is not a rail of links; a table of
+            # such trees is a site's navigation box (Wikipedia's sidebars).
+            continue
         if _introduced(el):
             continue  # "The following extensions are supported:" and the list of them
         tabular = el.tag in ("ul", "ol", "table", "dl") and links >= 5
