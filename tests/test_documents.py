@@ -273,7 +273,8 @@ class DocumentSite(Serving):
                 "/broken.pdf": (pdf, b"%PDF-1.4 cut short", {}),
                 "/scan.pdf": (pdf, image_pdf(), {}),
                 "/private.pdf": (pdf, handbook(), {"X-Robots-Tag": "noindex"}),
-                "/logo.png": ("image/png", b"\x89PNG\r\n\x1a\n" + bytes(64), {}),
+                # 4 MiB that crawlyx stops reading at its headers.
+                "/logo.png": ("image/png", b"\x89PNG\r\n\x1a\n" + bytes(4 << 20), {}),
                 "/bundle.zip": ("application/zip", b"PK\x03\x04" + bytes(64), {}),
                 "/data.json": ("application/json", b'{"a": 1}', {}),
                 # A Word document by its name and first bytes: its Content-Type says nothing.
@@ -332,6 +333,9 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         assert result.stat("crawlyx/error/unreadable") == "3"
         assert found[f"{base}/sheet.xlsx"][1] == f"{XLSX}: an office document, not a page"
         assert result.stat("crawlyx/error/not_a_page") == "4"
+        # Told by their headers, those four were not downloaded past them.
+        assert result.stat("crawlyx/download/stopped_at_headers") == "4"
+        assert int(result.stat("downloader/response_bytes")) < 1 << 20
 
         # With documents off, a PDF is no page either: recorded, not read.
         errors_off = tmp_path / "errors-off.jsonl"
@@ -354,6 +358,7 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         )
         assert len(found) == 12  # every link of the home page
         assert off.stat("crawlyx/documents/pdf") is None
+        assert off.stat("crawlyx/download/stopped_at_headers") == "9"  # and the five PDFs
 
 
 def test_an_unknown_document_type_stops_the_crawl(tmp_path):

@@ -13,7 +13,7 @@ from functools import cached_property, partial
 from itertools import islice
 
 from scrapy import Request, Spider, signals
-from scrapy.exceptions import CloseSpider, IgnoreRequest
+from scrapy.exceptions import CloseSpider, IgnoreRequest, StopDownload
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
@@ -21,7 +21,15 @@ from twisted.python.failure import Failure
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.content.canonical import Canonicals
-from crawlyx.content.documents import Unreadable, binary, document_types, html_type, kind_of
+from crawlyx.content.documents import (
+    Unreadable,
+    binary,
+    document_types,
+    html_type,
+    kind_of,
+    media_type,
+    told_by_headers,
+)
 from crawlyx.content.encoding import page_text
 from crawlyx.content.outline import read_outline
 from crawlyx.content.workers import ReadTimeout
@@ -97,11 +105,20 @@ class SiteSpider(Spider):
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
         crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
+        crawler.signals.connect(spider.headers_received, signal=signals.headers_received)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_start, signal=signals.spider_closed)
         return spider
+
+    def headers_received(self, headers, body_length, request, spider):
+        """A page request answered with what crawlyx names from its headers alone (an
+        image, an archive, a video) is not downloaded past them: its body would be the
+        site's bandwidth spent for nothing. The response goes on without it."""
+        if request.callback == self.parse and told_by_headers(media_type(headers), self.documents):
+            self.crawler.stats.inc_value("crawlyx/download/stopped_at_headers")
+            raise StopDownload(fail=False)
 
     def idle(self):
         if self.closing:

@@ -68,8 +68,22 @@ def document_types(settings) -> tuple[str, ...]:
 
 def content_type(response) -> str:
     """The response's media type, lowercased, without parameters ('' when none)."""
-    value = response.headers.get(b"Content-Type") or b""
+    return media_type(response.headers)
+
+
+def media_type(headers) -> str:
+    """The media type of ``headers``' Content-Type, lowercased, without parameters."""
+    value = headers.get(b"Content-Type") or b""
     return value.split(b";")[0].strip().lower().decode("latin-1")
+
+
+def told_by_headers(ctype: str, types: tuple[str, ...]) -> bool:
+    """A response of this media type is no page nor a document of ``types``
+    (CRAWLYX_DOCUMENTS), whatever its body: an image, an archive, a video, a script, data.
+    :func:`kind_of` names it without its body."""
+    if ctype in _GENERIC or ctype in HTML_TYPES:
+        return False  # its first bytes tell what it is
+    return not any(ctype in DOCUMENT_TYPES[name] for name in types)
 
 
 # What a browser shows as a page; anything else it shows in a viewer (a PDF) or as text.
