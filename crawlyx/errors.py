@@ -54,15 +54,8 @@ ALIASES = ("duplicate", "alias")
 
 # The classes of a URL that was fetched (or tried) and did not come back fine.
 FETCH_FAILURES = (
-    "http_3xx",
-    "http_4xx",
-    "http_5xx",
-    "timeout",
-    "dns",
-    "tls",
-    "connection",
-    "too_large",
-)
+    "http_3xx", "http_4xx", "http_5xx", "timeout", "dns", "tls", "connection", "too_large"
+)  # fmt: skip
 
 
 def error_counts(stats) -> dict[str, int]:
