@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.alias_site import AliasSite
+from tests.alias_site import AliasSite, page
+from tests.pdfs import text_pdf
+from tests.site import QuietHandler, Serving
 
 
 def errors_of(path) -> dict[str, dict]:
@@ -50,3 +52,44 @@ def test_without_canonicals_and_copies_every_address_is_written(crawl, tmp_path)
     written = {url.removeprefix(base) for url in result.urls}
     assert {"/list", "/list?sort=price", "/old", *copies} <= written
     assert "/final" not in written  # linked by no page: only a canonical names it
+
+
+class _LinkHeaderSite(Serving):
+    """A PDF and a print view naming their canonical in a Link header, as search engines
+    read it; the canonicals confirm themselves, one in its <head>, one in its header."""
+
+    def __init__(self):
+        report = text_pdf([[(72, 700, 11, "The yearly report, in full, as a PDF.")]])
+        home = page("Home", '<a href="/report.pdf">r</a> <a href="/print">p</a>')
+        article = page("Article", "<p>The article.</p>")
+        pages = {
+            "/": ("text/html", home, {}),
+            "/report.pdf": ("application/pdf", report, {"Link": '</report>; rel="canonical"'}),
+            "/report": ("text/html", page("Report", "<p>The yearly report.</p>", "/report"), {}),
+            "/print": ("text/html", article, {"Link": "</article>; rel=canonical"}),
+            "/article": ("text/html", article, {"Link": '<{base}/article>; rel="canonical"'}),
+        }
+        site = self
+
+        class Handler(QuietHandler):
+            def do_GET(self):  # noqa: N802
+                if self.path not in pages:
+                    return self.reply(404, "not here")
+                ctype, body, headers = pages[self.path]
+                headers = {k: v.format(base=site.base) for k, v in headers.items()}
+                return self.reply(200, body, ctype, headers)
+
+        super().__init__(Handler)
+
+
+def test_a_canonical_named_in_a_link_header_holds_the_document(crawl, tmp_path):
+    errors = tmp_path / "errors.jsonl"
+    with _LinkHeaderSite() as site:
+        base = site.base
+        result = crawl(f"start={base}/", f"errors={errors}")
+    assert result.returncode == 0, result.log[-3000:]
+    assert sorted(url.removeprefix(base) for url in result.urls) == ["/", "/article", "/report"]
+    recorded = errors_of(errors)
+    assert recorded[f"{base}/report.pdf"]["detail"] == f"canonical {base}/report"
+    assert recorded[f"{base}/print"]["detail"] == f"canonical {base}/article"
+    assert result.stat("crawlyx/error/alias") == "2"

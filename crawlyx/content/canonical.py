@@ -1,8 +1,10 @@
 """Which page holds a document, from the rel=canonical its addresses give.
 
 A page whose ``<link rel=canonical>`` names another URL of the site is the same document
-under another address (a sort order, a tracking path, a print view). It is written once,
-under the canonical URL, when that URL
+under another address (a sort order, a tracking path, a print view). A response without
+one may name it in a ``Link: <URL>; rel="canonical"`` header, as search engines read it
+(a PDF, which has no ``<head>``, naming its HTML page). It is written once, under the
+canonical URL, when that URL
 
 * is in the crawl's scope (its origin, allow/deny): a canonical elsewhere is never
   followed, and the page is written under its own URL;
@@ -31,6 +33,7 @@ URL: ``off_scope``, ``unconfirmed``.
 from __future__ import annotations
 
 import asyncio
+import re
 
 from scrapy import Request
 from scrapy.http import HtmlResponse
@@ -107,10 +110,28 @@ class Canonicals:
             response = await self.crawler.engine.download_async(request)
         except Exception:  # refused (robots.txt, the SSRF guard), or failed
             return None
-        if normalize_url(response.url) != url or not isinstance(response, HtmlResponse):
+        if normalize_url(response.url) != url:
             return response.status, None
-        href = response.css('link[rel~="canonical"]::attr(href)').get()
-        return response.status, _normalized(response.urljoin(href.strip())) if href else None
+        href = None
+        if isinstance(response, HtmlResponse):
+            href = response.css('link[rel~="canonical"]::attr(href)').get()
+        if href:
+            return response.status, _normalized(response.urljoin(href.strip()))
+        return response.status, _normalized(header_canonical(response))
+
+
+# One link of a Link header: <URL>, then its parameters up to the next link.
+_LINK = re.compile(r'<([^>]*)>((?:[^,"]|"[^"]*")*)')
+_REL_CANONICAL = re.compile(r';\s*rel\s*=\s*"?[^";]*\bcanonical\b', re.IGNORECASE)
+
+
+def header_canonical(response) -> str | None:
+    """The URL a ``Link`` header of ``response`` names as canonical, absolute, or None."""
+    for value in response.headers.getlist(b"Link"):
+        for target, params in _LINK.findall(value.decode("latin-1")):
+            if _REL_CANONICAL.search(params) and target.strip():
+                return response.urljoin(target.strip())
+    return None
 
 
 def _normalized(url: str | None) -> str | None:

@@ -20,7 +20,7 @@ from twisted.python.failure import Failure
 
 from crawlyx import render
 from crawlyx.arguments import CrawlArgs
-from crawlyx.content.canonical import Canonicals
+from crawlyx.content.canonical import Canonicals, header_canonical
 from crawlyx.content.documents import (
     Unreadable,
     binary,
@@ -250,6 +250,7 @@ class SiteSpider(Spider):
             self.errors.record(url, "parse", f"{type(exc).__name__}: {exc}", referrer)
             return
         self._cap_links(page)
+        page["canonical"] = page["canonical"] or header_canonical(response)
         directives = self.opt_out.directives(response.headers, page["robots"])
         facts = _facts(response)
         if not browser and self._wants_render(response, page, directives):
@@ -310,10 +311,14 @@ class SiteSpider(Spider):
             return []
         self.crawler.stats.inc_value(f"crawlyx/documents/{kind}")
         self._cap_links(page)
+        page["canonical"] = header_canonical(response)  # a document's only way to name one
         directives = self.opt_out.directives(response.headers, page["robots"])
         facts = _facts(response)
+        holder = await self._holder(url, depth, page, directives, facts["status"])
         request = response.request
-        return list(self._emit(request, url, depth, referrer, page, directives, facts, "http"))
+        return list(
+            self._emit(request, url, depth, referrer, page, directives, facts, "http", holder)
+        )
 
     def _emit(self, request, url, depth, referrer, page, directives, facts, kind, holder=None):
         """Follow a read page's links and emit its item, within the crawl's limits; a
