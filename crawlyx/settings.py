@@ -40,6 +40,8 @@ CRAWLYX_COPIES_ENABLED = True
 # A page whose rel=canonical names another page of the site that confirms it is written
 # once, under the canonical, and recorded as its `alias` (crawlyx/content/canonical.py).
 CRAWLYX_CANONICAL_ENABLED = True
+# Ask each origin once for a URL it has not: its answer, if 200, is its not-found page.
+CRAWLYX_SOFT404_PROBE = True
 # Seconds a page's read (parse, links, main content, markdown) may take in a worker; past
 # it the worker is killed and replaced, and the page recorded as read_timeout. 0: no limit.
 CRAWLYX_READ_TIMEOUT = 10.0

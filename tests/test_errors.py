@@ -114,3 +114,53 @@ def test_an_error_is_described_in_words():
     cancelled = Failure(DownloadCancelledError())
     assert classify(cancelled) == "too_large"
     assert "DOWNLOAD_MAXSIZE" in describe(cancelled)
+
+
+class SoftNotFoundSite(Serving):
+    """A site answering every unknown URL 200 with its not-found page, whose template has
+    relative links (each resolved under the unknown URL, another unknown URL). Requests
+    are counted by path."""
+
+    NOT_FOUND = PAGE.format(
+        "Page not found",
+        "<p>We could not find {path}. Try a section.</p>"
+        '<a href="docs/">Docs</a> <a href="blog/">Blog</a> <a href="about/">About</a>',
+    )
+
+    def __init__(self):
+        self.requests: Counter = Counter()
+        site = self
+
+        class Handler(QuietHandler):
+            def do_GET(self):  # noqa: N802
+                site.requests[self.path] += 1
+                if self.path == "/robots.txt":
+                    return self.reply(404, "none")
+                if self.path == "/":
+                    links = '<a href="/real">real</a> <a href="/missing/">missing</a>'
+                    return self.reply(200, PAGE.format("Home", links))
+                if self.path == "/real":
+                    return self.reply(200, PAGE.format("Real", "<p>A page that is.</p>"))
+                return self.reply(200, site.NOT_FOUND.replace("{path}", self.path))
+
+        super().__init__(Handler)
+
+
+def test_a_not_found_page_answered_200_is_a_broken_link(crawl, tmp_path):
+    errors = tmp_path / "errors.jsonl"
+    with SoftNotFoundSite() as site:
+        probe = {"CRAWLYX_SOFT404_PROBE": "true"}  # as shipped (see conftest.TEST_DEFAULTS)
+        result = crawl(f"start={site.base}/", f"errors={errors}", "sitemap=0", settings=probe)
+        requests = dict(site.requests)
+        # Without the probe, the not-found page is a page, and its links lead on.
+        off = crawl(f"start={site.base}/", "sitemap=0", "max_pages=20")
+    assert result.returncode == 0, result.log[-3000:]
+    assert sorted(result.urls) == [f"{site.base}/", f"{site.base}/real"]
+    assert [(e["url"], e["class"], e["detail"]) for e in _lines(errors)] == [
+        (f"{site.base}/missing", "http_4xx", "HTTP 200 with the site's not-found page (a soft 404)")
+    ]
+    # Its template's links were not followed: the home page, its two links and the probe.
+    probes = [path for path in requests if path.startswith("/crawlyx-not-found-")]
+    assert len(probes) == 1 and sum(requests.values()) == 5
+    assert result.stat("crawlyx/soft404/found") == "1"
+    assert f"{site.base}/missing" in off.urls and f"{site.base}/missing/docs" in off.urls

@@ -31,6 +31,7 @@ from crawlyx.content.documents import (
     told_by_headers,
 )
 from crawlyx.content.encoding import page_text
+from crawlyx.content.notfound import NotFound
 from crawlyx.content.outline import read_outline
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
@@ -101,6 +102,9 @@ class SiteSpider(Spider):
         if settings.getbool("CRAWLYX_CANONICAL_ENABLED"):
             spider.canonicals = Canonicals(crawler, spider.scope)
         spider.opt_out = OptOut.from_settings(settings)
+        spider.not_found = None  # CRAWLYX_SOFT404_PROBE off: a 200 is a page
+        if settings.getbool("CRAWLYX_SOFT404_PROBE"):
+            spider.not_found = NotFound(crawler, spider._read_probe)
         spider.job_run = JobRun.from_crawler(crawler, spider.job)
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
         crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
@@ -256,6 +260,11 @@ class SiteSpider(Spider):
         if not browser and self._wants_render(response, page, directives):
             yield self._render_request(response, depth, referrer)
             return
+        if await self._soft_404(response, page):
+            detail = "HTTP 200 with the site's not-found page (a soft 404)"
+            self.errors.record(url, "http_4xx", detail, referrer, status=200, depth=depth)
+            self.crawler.stats.inc_value("crawlyx/soft404/pages")
+            return
         if page.get("frames") and self._follows(depth, directives):
             for request in await self._frame_requests(page["frames"], url, depth):
                 yield request
@@ -267,6 +276,16 @@ class SiteSpider(Spider):
             response.request, url, depth, referrer, page, directives, facts, kind, holder
         ):
             yield output
+
+    async def _read_probe(self, response) -> dict:
+        return await self.workers.read(page_text(response), response.url, self.scope.origin)
+
+    async def _soft_404(self, response, page) -> bool:
+        """The page is the site's not-found page under an unknown URL answered 200
+        (crawlyx/content/notfound.py). Never the start page, nor an empty app shell."""
+        if self.not_found is None or response.meta.get("crawlyx_anchor") or page["shell"]:
+            return False
+        return await self.not_found.matches(self.scope.origin, page)
 
     async def _holder(self, url, depth, page, directives, status) -> str | None:
         """The URL whose item holds the page at ``url``'s document when its canonical
