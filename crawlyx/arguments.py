@@ -68,6 +68,8 @@ class CrawlArgs:
             raise ArgumentError(
                 f"start: scheme {parts.scheme!r} is not supported; use http or https"
             )
+        if named and not parts.netloc:  # "http://", "https:///path"
+            raise ArgumentError(f"start: {start!r} names no host")
         if not parts.scheme or not parts.netloc:
             raise ArgumentError(f"start: {start!r} is not an absolute URL; add http:// or https://")
         try:

@@ -170,6 +170,13 @@ def test_the_runners_arguments_are_left_alone():
         CrawlArgs.parse(start="http://127.0.0.1:9/", output="pages.jsonl")
 
 
+def test_a_start_url_without_host_or_scheme_says_which():
+    with pytest.raises(ArgumentError, match="^start: 'http://' names no host$"):
+        CrawlArgs.parse(start="http://")
+    with pytest.raises(ArgumentError, match="is not an absolute URL; add http:// or https://"):
+        CrawlArgs.parse(start="127.0.0.1:9/docs")
+
+
 def test_missing_start(crawl):
     result = crawl()
     assert result.returncode == 2
