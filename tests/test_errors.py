@@ -12,9 +12,8 @@ from tests.site import QuietHandler, Serving
 PAGE = "<html><head><title>{0}</title></head><body><h1>{0}</h1><p>Text.</p>{1}</body></html>"
 
 
-class SmallSite(Serving):
-    """Two pages and a broken link; robots.txt names a sitemap that answers 503, and
-    there is no /sitemap.xml (404). Requests are counted by path."""
+class CountingSite(Serving):
+    """A site whose :meth:`answer` replies to each GET; requests are counted by path."""
 
     def __init__(self):
         self.requests: Counter = Counter()
@@ -23,20 +22,30 @@ class SmallSite(Serving):
         class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 site.requests[self.path] += 1
-                base = f"http://127.0.0.1:{self.server.server_address[1]}"
-                if self.path == "/robots.txt":
-                    robots = f"User-agent: *\nAllow: /\nSitemap: {base}/declared.xml\n"
-                    return self.reply(200, robots, "text/plain")
-                if self.path == "/declared.xml":
-                    return self.reply(503, "down for now")
-                if self.path == "/":
-                    links = '<a href="/a">a</a> <a href="/gone">gone</a>'
-                    return self.reply(200, PAGE.format("Home", links))
-                if self.path == "/a":
-                    return self.reply(200, PAGE.format("A", ""))
-                return self.reply(404, "not found")
+                return site.answer(self)
 
         super().__init__(Handler)
+
+    def answer(self, handler):
+        raise NotImplementedError
+
+
+class SmallSite(CountingSite):
+    """Two pages and a broken link; robots.txt names a sitemap that answers 503, and
+    there is no /sitemap.xml (404)."""
+
+    def answer(self, handler):
+        if handler.path == "/robots.txt":
+            robots = f"User-agent: *\nAllow: /\nSitemap: {self.base}/declared.xml\n"
+            return handler.reply(200, robots, "text/plain")
+        if handler.path == "/declared.xml":
+            return handler.reply(503, "down for now")
+        if handler.path == "/":
+            links = '<a href="/a">a</a> <a href="/gone">gone</a>'
+            return handler.reply(200, PAGE.format("Home", links))
+        if handler.path == "/a":
+            return handler.reply(200, PAGE.format("A", ""))
+        return handler.reply(404, "not found")
 
 
 @pytest.fixture
@@ -116,10 +125,9 @@ def test_an_error_is_described_in_words():
     assert "DOWNLOAD_MAXSIZE" in describe(cancelled)
 
 
-class SoftNotFoundSite(Serving):
+class SoftNotFoundSite(CountingSite):
     """A site answering every unknown URL 200 with its not-found page, whose template has
-    relative links (each resolved under the unknown URL, another unknown URL). Requests
-    are counted by path."""
+    relative links (each resolved under the unknown URL, another unknown URL)."""
 
     NOT_FOUND = PAGE.format(
         "Page not found",
@@ -127,23 +135,15 @@ class SoftNotFoundSite(Serving):
         '<a href="docs/">Docs</a> <a href="blog/">Blog</a> <a href="about/">About</a>',
     )
 
-    def __init__(self):
-        self.requests: Counter = Counter()
-        site = self
-
-        class Handler(QuietHandler):
-            def do_GET(self):  # noqa: N802
-                site.requests[self.path] += 1
-                if self.path == "/robots.txt":
-                    return self.reply(404, "none")
-                if self.path == "/":
-                    links = '<a href="/real">real</a> <a href="/missing/">missing</a>'
-                    return self.reply(200, PAGE.format("Home", links))
-                if self.path == "/real":
-                    return self.reply(200, PAGE.format("Real", "<p>A page that is.</p>"))
-                return self.reply(200, site.NOT_FOUND.replace("{path}", self.path))
-
-        super().__init__(Handler)
+    def answer(self, handler):
+        if handler.path == "/robots.txt":
+            return handler.reply(404, "none")
+        if handler.path == "/":
+            links = '<a href="/real">real</a> <a href="/missing/">missing</a>'
+            return handler.reply(200, PAGE.format("Home", links))
+        if handler.path == "/real":
+            return handler.reply(200, PAGE.format("Real", "<p>A page that is.</p>"))
+        return handler.reply(200, self.NOT_FOUND.replace("{path}", handler.path))
 
 
 def test_a_not_found_page_answered_200_is_a_broken_link(crawl, tmp_path):
