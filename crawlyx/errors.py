@@ -11,13 +11,16 @@ from ssl import SSLError
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
+    DownloadFailedError,
     DownloadTimeoutError,
     IgnoreRequest,
+    ResponseDataLossError,
 )
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.response import response_status_message
 from twisted.internet import error as net
 from twisted.python.failure import Failure
+from twisted.web.client import ResponseFailed
 
 from crawlyx.parts import crawl_parts
 
@@ -72,12 +75,34 @@ class CrawlyxIgnore(Exception):
 
 def describe(failure: Failure) -> str:
     """A failure in words, for the errors file and the log: an HTTP error by its status
-    (``HTTP 404 Not Found``), anything else by its exception and message."""
+    (``HTTP 404 Not Found``), anything else by its exception and message, in words where
+    Scrapy's say nothing (a body cut short) or hold a list of reprs (a malformed response)."""
     exc = failure.value
     if isinstance(exc, HttpError):
         return f"HTTP {_status_message(exc.response.status)}"
     if isinstance(exc, DownloadCancelledError) and not str(exc):  # see classify
         return "DownloadCancelledError: the body went past DOWNLOAD_MAXSIZE as it came in"
+    if isinstance(exc, ResponseDataLossError):  # says nothing itself
+        return (
+            "ResponseDataLossError: the connection closed before the whole body came"
+            " (shorter than its Content-Length, or a broken chunked body)"
+        )
+    if isinstance(exc, DownloadFailedError) and isinstance(exc.__cause__, ResponseFailed):
+        # Its message is the repr of a list of failures: what they say, in words.
+        reasons = "; ".join(_said(reason.value) for reason in exc.__cause__.reasons)
+        return f"DownloadFailedError: {reasons}"
+    if type(exc).__module__ in _DECODERS:  # zlib.error, brotli.error...
+        name = f"{type(exc).__module__}.{type(exc).__name__}"
+        return f"the body does not decode as its Content-Encoding says ({name}: {exc})"
+    return _said(exc)
+
+
+# The modules whose errors mean a body is not what its Content-Encoding says (Scrapy's
+# HttpCompressionMiddleware decodes gzip and deflate with zlib, br and zstd with these).
+_DECODERS = frozenset({"zlib", "brotli", "brotlicffi", "zstandard", "compression.zstd"})
+
+
+def _said(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from collections import Counter
 
 import pytest
@@ -100,10 +101,11 @@ def test_a_missing_sitemap_is_no_error_of_the_sites(small, crawl, tmp_path):
 
 
 def test_an_error_is_described_in_words():
-    from scrapy.exceptions import DownloadCancelledError
+    from scrapy.exceptions import DownloadCancelledError, DownloadFailedError, ResponseDataLossError
     from scrapy.http import Request, Response
     from scrapy.spidermiddlewares.httperror import HttpError
     from twisted.python.failure import Failure
+    from twisted.web.client import ResponseFailed
 
     from crawlyx.errors import classify, describe
 
@@ -123,6 +125,30 @@ def test_an_error_is_described_in_words():
     cancelled = Failure(DownloadCancelledError())
     assert classify(cancelled) == "too_large"
     assert "DOWNLOAD_MAXSIZE" in describe(cancelled)
+    # Nor a body cut short; a malformed response is said by what Twisted found wrong.
+    cut = Failure(ResponseDataLossError())
+    assert classify(cut) == "connection"
+    assert "closed before the whole body came" in describe(cut)
+    wrong = ValueError("Invalid response: conflicting Content-Length headers: b'1,2'")
+    try:
+        raise DownloadFailedError("[<twisted.python.failure.Failure ...>]") from ResponseFailed(
+            [Failure(wrong)]
+        )
+    except DownloadFailedError as exc:
+        malformed = Failure(exc)
+    assert describe(malformed) == (
+        "DownloadFailedError: ValueError: Invalid response: conflicting Content-Length"
+        " headers: b'1,2'"
+    )
+    # A body that is not what its Content-Encoding says is named so.
+    try:
+        zlib.decompress(b"not gzip")
+    except zlib.error as exc:
+        garbled = Failure(exc)
+    assert classify(garbled) == "connection"
+    assert describe(garbled).startswith(
+        "the body does not decode as its Content-Encoding says (zlib.error: Error -3"
+    )
 
 
 class SoftNotFoundSite(CountingSite):
