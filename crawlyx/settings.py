@@ -45,10 +45,11 @@ CRAWLYX_SOFT404_PROBE = True
 # Seconds a page's read (parse, links, main content, markdown) may take in a worker; past
 # it the worker is killed and replaced, and the page recorded as read_timeout. 0: no limit.
 CRAWLYX_READ_TIMEOUT = 10.0
-# Document types read into pages like HTML ones (crawlyx/content/documents/): "pdf" and
-# "docx" (Word). A response of a type not read (an image, an archive, a document type left
-# out) is recorded as not_a_page.
-CRAWLYX_DOCUMENTS = ["pdf", "docx"]
+# Document types read into pages like HTML ones (crawlyx/content/documents/): "pdf",
+# "docx" (Word), "markdown" (text/markdown, a .md file) and "text" (text/plain). A response
+# of a type not read (an image, an archive, a document type left out) is recorded as
+# not_a_page.
+CRAWLYX_DOCUMENTS = ["pdf", "docx", "markdown", "text"]
 CRAWLYX_PROGRESS_INTERVAL = 10.0  # seconds; 0 turns the progress line off
 # Prometheus metrics on http://127.0.0.1:PORT/metrics while the crawl runs (0: off;
 # crawlyx/extensions/metrics.py). The first METRICS_HOSTS hosts fetched get their own

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from crawlyx.content.documents import Unreadable
-from crawlyx.content.documents.reader import read_docx, read_pdf
+from crawlyx.content.documents.reader import read_docx, read_pdf, read_text
 from tests.conftest import crawl_command, crawl_env
 from tests.pdfs import (
     encrypted_pdf,
@@ -369,7 +369,8 @@ def test_an_unknown_document_type_stops_the_crawl(tmp_path):
     )
     proc = subprocess.run(command, env=crawl_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert "CRAWLYX_DOCUMENTS: unknown document type 'odt'; known: pdf, docx" in proc.stderr
+    known = "known: pdf, docx, markdown, text"
+    assert f"CRAWLYX_DOCUMENTS: unknown document type 'odt'; {known}" in proc.stderr
 
 
 def test_a_pdf_has_the_read_budget_and_the_size_cap_of_a_page(crawl, tmp_path):
@@ -412,3 +413,114 @@ def test_documents_in_a_crawl_that_renders_every_page(manual_pdf, chromium, craw
         found = _errors(errors)
         assert found[f"{base}/secret.pdf"][0] == found[f"{base}/scan.pdf"][0] == "unreadable"
         assert "render" not in {cls for cls, _ in found.values()}
+
+
+def test_markdown_and_plain_text_read_as_they_are():
+    source = """---
+title: "Getting started"
+description: How to begin
+---
+
+# Welcome
+
+Read the [install guide](install.md "Install"), the [API](/api/index.md) and [more][r].
+![the logo](logo.png) See <https://example.org/faq> or https://example.org/notes.txt.
+Elsewhere: [a friend](https://friend.example/) and [mail](mailto:a@example.org).
+
+[r]: ./reference.md
+"""
+    page = read_text(source, "https://example.org/docs/start.md", "https://example.org")
+    assert (page["title"], page["description"]) == ("Getting started", "How to begin")
+    assert page["markdown"].startswith("# Welcome\n\nRead the [install guide](install.md")
+    assert "title:" not in page["markdown"]
+    # Links written in markdown or bare, on the crawl's origin; not the image.
+    assert list(page["links"]) == [
+        "https://example.org/docs/install.md",
+        "https://example.org/api/index.md",
+        "https://example.org/faq",
+        "https://example.org/notes.txt",
+        "https://example.org/docs/reference.md",
+    ]
+    # No front matter: the first heading is the title, setext or ATX.
+    text = "Release notes\r\n=============\r\n\r\nVersion 2 fixes the widget's spring.\r\n"
+    notes = read_text(text, "https://example.org/notes.txt", "https://example.org")
+    assert notes["title"] == "Release notes"
+    assert (
+        notes["markdown"] == "Release notes\n=============\n\nVersion 2 fixes the widget's spring."
+    )
+    with pytest.raises(Unreadable, match="no text"):
+        read_text("\ufeff---\ntitle: x\n---\n\n  \n", "https://example.org/e.md", None)
+
+
+LLMS_TXT = """# Widget
+
+> The widget's documentation, for language models.
+
+## Docs
+
+- [Introduction]({base}/docs/intro.md): what the widget is
+- [Changes]({base}/changes.txt)
+- [Source]({base}/source.md)
+"""
+HOME_TEXT = b"""<html><body><a href="/llms.txt">for LLMs</a> <a href="/dump.txt">dump</a>
+<a href="/blank.txt">blank</a></body></html>"""
+INTRO_MD = "# Introduction\n\nThe widget turns parts into goods. See the [parts](../parts).\n"
+CHANGES = "Version 2 fixes the spring.\nVersion 1 was the first one released.\n"
+
+
+def test_markdown_and_text_documents_in_a_crawl(crawl, tmp_path):
+    with DocumentSite() as site:
+        base = site.base
+        site.bodies.update(
+            {
+                "/": ("text/html", HOME_TEXT, {}),
+                "/llms.txt": ("text/plain; charset=utf-8", LLMS_TXT.format(base=base).encode(), {}),
+                "/docs/intro.md": ("text/markdown", INTRO_MD.encode(), {}),
+                # Labelled Latin-1, written in UTF-8; and a .md file served as bytes.
+                "/changes.txt": (
+                    "text/plain; charset=iso-8859-1",
+                    "Café. ".encode() + CHANGES.encode(),
+                    {},
+                ),
+                "/source.md": (
+                    "application/octet-stream",
+                    b"# Source\n\nThe code is on the bench.",
+                    {},
+                ),
+                "/dump.txt": ("text/plain", bytes(range(256)) * 8, {}),  # no text
+                "/blank.txt": ("text/plain", b" \n", {}),
+            }
+        )
+        errors = tmp_path / "errors.jsonl"
+        result = crawl(f"start={base}/", f"errors={errors}")
+        assert result.returncode == 0, result.log[-3000:]
+        items = {item["url"].removeprefix(base): item for item in result.items}
+        assert sorted(items) == [
+            "/",
+            "/changes.txt",
+            "/docs/intro.md",
+            "/llms.txt",
+            "/parts",
+            "/source.md",
+        ]
+        assert items["/llms.txt"]["title"] == "Widget"
+        assert items["/llms.txt"]["markdown"] == LLMS_TXT.format(base=base).strip()
+        assert items["/docs/intro.md"]["markdown"] == INTRO_MD.strip()
+        assert items["/parts"]["referrer"] == f"{base}/docs/intro.md"
+        assert items["/changes.txt"]["markdown"].startswith("Café. Version 2 fixes the spring.")
+        assert items["/source.md"]["title"] == "Source"
+        assert result.stat("crawlyx/documents/markdown") == "2"
+        assert result.stat("crawlyx/documents/text") == "2"
+        assert _errors(errors) == {
+            f"{base}/dump.txt": ("not_a_page", "text/plain: binary data, not a page"),
+            f"{base}/blank.txt": ("not_a_page", "text/plain: no content, not a page"),
+        }
+
+        # Left out of CRAWLYX_DOCUMENTS, each is named, not read.
+        errors_off = tmp_path / "errors-off.jsonl"
+        off = crawl(f"start={base}/", f"errors={errors_off}", settings={"CRAWLYX_DOCUMENTS": "pdf"})
+        assert off.returncode == 0, off.log[-3000:]
+        assert _errors(errors_off)[f"{base}/llms.txt"] == (
+            "not_a_page",
+            "text/plain: plain text (not in CRAWLYX_DOCUMENTS)",
+        )

@@ -169,7 +169,7 @@ def read_page(page: str, url: str, scope: str | None, **options) -> dict:
             _trimmed_at[0] = _rss()
 
 
-def read_document(kind: str, body: bytes, url: str, scope: str | None, neardup: bool) -> dict:
+def read_document(kind: str, body: bytes | str, url: str, scope: str | None, neardup: bool) -> dict:
     """:func:`crawlyx.content.documents.read_document`, in a worker: the memory a big
     document took is given back after, as a big page's."""
     from crawlyx.content.documents import read_document as read
@@ -333,7 +333,9 @@ class PageWorkers:
         finally:
             tally.finished(started, failure)
 
-    async def read_document(self, kind: str, body: bytes, url: str, scope: str | None) -> dict:
+    async def read_document(
+        self, kind: str, body: bytes | str, url: str, scope: str | None
+    ) -> dict:
         """:func:`crawlyx.content.documents.read_document` (a PDF...), in a worker, within
         the read budget of any page."""
         self._inc("crawlyx/workers/documents")

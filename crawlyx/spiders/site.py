@@ -24,6 +24,7 @@ from crawlyx.content.canonical import Canonicals, header_canonical
 from crawlyx.content.documents import (
     Unreadable,
     binary,
+    document_body,
     document_types,
     html_type,
     kind_of,
@@ -317,7 +318,7 @@ class SiteSpider(Spider):
             return []
         try:
             page = await self.workers.read_document(
-                kind, response.body, response.url, self.scope.origin
+                kind, document_body(kind, response), response.url, self.scope.origin
             )
         except ReadTimeout as exc:
             record("read_timeout", str(exc), depth=depth)

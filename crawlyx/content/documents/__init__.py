@@ -1,5 +1,5 @@
-"""Documents a site links (PDFs, Word documents), read into pages like HTML; every other
-response that is no page is named.
+"""Documents a site links (PDFs, Word documents, markdown and plain text), read into pages
+like HTML; every other response that is no page is named.
 
 The crawl process only tells what a response is (:func:`kind_of`, from its Content-Type
 and first bytes: no reader is imported there); a document is read in the page workers
@@ -9,11 +9,21 @@ and first bytes: no reader is imported there); a document is read in the page wo
 
 from __future__ import annotations
 
+from scrapy.http import TextResponse
+
+from crawlyx.content.encoding import page_text
+
 # Document types crawlyx reads (CRAWLYX_DOCUMENTS): name -> Content-Types.
 DOCUMENT_TYPES = {
     "pdf": ("application/pdf", "application/x-pdf", "application/acrobat"),
     "docx": ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
+    # Text a site serves as it is: its pages' markdown (a docs site's .md pages, its
+    # llms.txt) and plain text. Read as a text's characters, not its bytes.
+    "markdown": ("text/markdown", "text/x-markdown"),
+    "text": ("text/plain",),
 }
+TEXT_DOCUMENTS = frozenset({"markdown", "text"})
+_MARKDOWN_PATHS = (".md", ".markdown")
 
 # Content-Types that say nothing of what a body is: its first bytes are looked at.
 _GENERIC = frozenset(
@@ -111,8 +121,8 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # and UTF-32's, which start alike
 
 
 def binary(response) -> str | None:
-    """What the body of a response labelled HTML is when it is no text (in words), else
-    None: nothing (a 204, an empty 200), or by its first bytes, or a NUL byte among them
+    """What the body of a response labelled HTML or text is when it is no text (in words),
+    else None: nothing (a 204, an empty 200), or by its first bytes, or a NUL byte among them
     (no HTML has one, but in UTF-16)."""
     head = response.body[:1024]
     if not head.strip() and not response.body.strip():
@@ -134,7 +144,8 @@ def kind_of(response, types: tuple[str, ...]) -> tuple[str | None, str]:
     A document is one by its Content-Type or, when the Content-Type says nothing
     (``application/octet-stream``, none) or says HTML of a body that is none
     (:func:`binary`), by its first bytes: ``%PDF-``, or a zip archive at a URL ending in
-    ``.docx``."""
+    ``.docx``; or, saying nothing, markdown at a URL ending in ``.md``. A text document
+    whose body is no text (:func:`binary`) is none."""
     ctype = content_type(response)
     kind = next((name for name, types_ in DOCUMENT_TYPES.items() if ctype in types_), None)
     if kind is None and (ctype in _GENERIC or ctype in HTML_TYPES):
@@ -142,10 +153,20 @@ def kind_of(response, types: tuple[str, ...]) -> tuple[str | None, str]:
             kind = "pdf"
         elif response.body.startswith(b"PK\x03\x04") and _path(response.url).endswith(".docx"):
             kind = "docx"
-    if kind is not None:
-        if kind in types:
+        elif ctype in _GENERIC and _path(response.url).endswith(_MARKDOWN_PATHS):
+            kind = "markdown"
+    if kind in types:
+        what = binary(response) if kind in TEXT_DOCUMENTS else None  # a text with no text
+        if what is None:
             return kind, ""
-        name = {"pdf": "a PDF", "docx": "a Word document"}[kind]
+        return None, f"{ctype or 'no Content-Type'}: {what}, not a page"
+    if kind is not None:
+        name = {
+            "pdf": "a PDF",
+            "docx": "a Word document",
+            "markdown": "markdown",
+            "text": "plain text",
+        }[kind]
         return None, f"{ctype or 'no Content-Type'}: {name} (not in CRAWLYX_DOCUMENTS)"
     if ctype in HTML_TYPES:
         what = binary(response) or "no text"
@@ -172,11 +193,24 @@ def _what(ctype: str) -> str:
     return "a type crawlyx does not read"
 
 
-def read_document(kind: str, body: bytes, url: str, scope: str | None, neardup: bool) -> dict:
+def document_body(kind: str, response) -> bytes | str:
+    """What a worker reads of a document of ``kind``: a text document's characters
+    (decoded as a page is, see :mod:`crawlyx.content.encoding`), any other's bytes."""
+    if kind not in TEXT_DOCUMENTS:
+        return response.body
+    if isinstance(response, TextResponse):
+        return page_text(response)
+    try:  # served as bytes of no type (a .md file)
+        return response.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return response.body.decode("cp1252", "replace")
+
+
+def read_document(kind: str, body: bytes | str, url: str, scope: str | None, neardup: bool) -> dict:
     """The document read as a page (see :func:`crawlyx.content.page.analyze`), in a
     worker; :class:`Unreadable` when it cannot be."""
     # Imported here: the crawl process never reads a document.
-    from crawlyx.content.documents.reader import read_docx, read_pdf
+    from crawlyx.content.documents.reader import read_docx, read_pdf, read_text
 
-    readers = {"pdf": read_pdf, "docx": read_docx}
+    readers = {"pdf": read_pdf, "docx": read_docx, "markdown": read_text, "text": read_text}
     return readers[kind](body, url, scope, neardup=neardup)

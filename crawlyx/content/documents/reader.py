@@ -1,7 +1,7 @@
 """A document read as a page: the fields :func:`crawlyx.content.page.analyze` gives an
 HTML page, from the document's text (a PDF's: :mod:`crawlyx.content.documents.layout`; a
-Word document's: :mod:`crawlyx.content.documents.docx`), metadata and links. Runs in a
-worker process."""
+Word document's: :mod:`crawlyx.content.documents.docx`; markdown and plain text as they
+are), metadata and links. Runs in a worker process."""
 
 from __future__ import annotations
 
@@ -37,6 +37,47 @@ def read_docx(body: bytes, url: str, scope: str | None, *, neardup: bool = False
     if _chars(text) < MIN_TEXT:
         raise Unreadable("no text in the Word document")
     return _page(text, meta, headings, links, url, scope, neardup)
+
+
+def read_text(body: str, url: str, scope: str | None, *, neardup: bool = False) -> dict:
+    """Markdown or plain text: its text is its markdown, but for a front matter (the
+    metadata block atop a site generator's source page, whose title and description it
+    gives). The title is the front matter's, else the first heading. The links are those
+    the text writes: markdown links and their references, autolinks, bare URLs (an
+    llms.txt, served as plain text, lists its pages as markdown links)."""
+    text = "\n".join(line.rstrip() for line in body.lstrip("\ufeff").splitlines())
+    meta, text = _front_matter(text.replace("\x00", "").strip("\n"))
+    if _chars(text) < MIN_TEXT:
+        raise Unreadable("no text in the document")
+    heading = _HEADING.search(text)
+    headings = [(heading.group(1) or heading.group(2)).strip(" #")] if heading else []
+    uris = [next(group for group in m.groups() if group) for m in _TEXT_LINK.finditer(text)]
+    uris = [uri.rstrip(".,;:!?'\"") if uri.startswith("http") else uri for uri in uris]
+    return _page(text, meta, headings, uris, url, scope, neardup)
+
+
+# A front matter: YAML between lines of three dashes (Jekyll, Hugo, MkDocs, Docusaurus), or
+# TOML between lines of three pluses (Hugo), at the very top.
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(.*?)\n\1[ \t]*(?:\n|\Z)", re.DOTALL)
+_META_LINE = re.compile(r"^(title|description)[ \t]*[:=][ \t]*(.+)$", re.MULTILINE)
+# An ATX heading (# Title) or a setext one (Title over a line of = or -).
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(\S.*)$|^ {0,3}(\S.*)\n {0,3}(?:=+|-{2,})[ \t]*$", re.M)
+_TEXT_LINK = re.compile(
+    r"(?<!!)\[[^\]\n]*\]\(\s*<?([^()\s<>]+)>?"  # [text](url "title"), not an image
+    r"|^ {0,3}\[[^\]\n]+\]:[ \t]*<?(\S+?)>?(?:[ \t].*)?$"  # [ref]: url
+    r"|<(https?://[^\s<>]+)>"  # <https://...>
+    r"|(?<![(<\w])(https?://[^\s<>()\[\]\"'`]+)",  # a bare URL
+    re.MULTILINE,
+)
+
+
+def _front_matter(text: str) -> tuple[dict, str]:
+    """The front matter's title and description, and the text without it."""
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return {}, text
+    meta = {name: value.strip().strip("'\"") for name, value in _META_LINE.findall(match[2])}
+    return meta, text[match.end() :].strip("\n")
 
 
 def _chars(text: str) -> int:
