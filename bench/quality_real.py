@@ -10,6 +10,12 @@ their pages are never committed):
   ``tests/eval`` and ``tests/cache``, the strings each must and must not contain in
   ``tests/evaldata.json``. Score: precision, recall and F1 of those strings over the whole
   set, as trafilatura's own evaluation counts them (whitespace-normalized substrings).
+- ``--readability DIR``: a checkout of Mozilla's Readability (mozilla/readability): the
+  pages in ``test/test-pages``, each with the article Readability's tests expect
+  (``expected.html``, its text the truth: Readability's view of the article, a generous
+  one: a sidebar it keeps counts as missed). Score: WCXB's word F1. Six of its 130 pages
+  are Chinese or Japanese (kind ``cjk``: one ``\\w+`` token is a run of characters
+  between punctuation, a clause); the rest are ``latin``.
 - ``--docs MANIFEST``: documentation sites built from their sources
   (see ``bench/docs_quality.py``); truth is the generator's main element.
 
@@ -19,6 +25,7 @@ words it keeps. Each run prints crawlyx and (when installed) trafilatura side by
 milliseconds per page, then the worst pages of crawlyx with what went wrong.
 
     python bench/quality_real.py --wcxb ~/data/wcxb --trafilatura-eval ~/data/trafilatura
+    python bench/quality_real.py --readability ~/data/readability
     python bench/quality_real.py --wcxb ~/data/wcxb --worst 20 --dump /tmp/out
 """
 
@@ -150,6 +157,33 @@ def load_trafilatura_eval(root: Path) -> list[Page]:
     return pages
 
 
+# Chinese and Japanese characters (Readability's pages in those languages).
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+
+
+def load_readability(root: Path) -> list[Page]:
+    """Readability's test pages (``test/test-pages/*/source.html``) and their expected
+    articles' text."""
+    from lxml import html
+
+    pages = []
+    for folder in sorted((root / "test" / "test-pages").iterdir()):
+        source, expected = folder / "source.html", folder / "expected.html"
+        if not (source.is_file() and expected.is_file()):
+            continue
+        truth = html.fromstring(expected.read_bytes().decode("utf-8", "replace")).text_content()
+        pages.append(
+            Page(
+                name=folder.name,
+                url="http://fakehost/test/page.html",  # the base its tests read pages at
+                html=source.read_bytes().decode("utf-8", "replace"),  # stored as UTF-8
+                kind="cjk" if len(_CJK.findall(truth)) > 50 else "latin",
+                reference=truth,
+            )
+        )
+    return pages
+
+
 @dataclass
 class Outcome:
     page: Page
@@ -256,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wcxb", type=Path, help="a checkout of the WCXB benchmark (dev/)")
     parser.add_argument("--trafilatura-eval", type=Path, help="a checkout of trafilatura")
+    parser.add_argument("--readability", type=Path, help="a checkout of mozilla/readability")
     parser.add_argument("--docs", type=Path, help="manifest of built documentation sites")
     parser.add_argument("--no-trafilatura", action="store_true", help="crawlyx alone")
     parser.add_argument("--raw", action="store_true", help="score the markdown as it is")
@@ -264,8 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="only pages whose name contains this")
     parser.add_argument("--dump", type=Path, help="write crawlyx's markdown to DIR/SET/NAME.md")
     args = parser.parse_args(argv)
-    if not (args.wcxb or args.trafilatura_eval or args.docs):
-        parser.error("name at least one development set: --wcxb, --trafilatura-eval, --docs")
+    if not (args.wcxb or args.trafilatura_eval or args.readability or args.docs):
+        parser.error(
+            "name at least one development set: --wcxb, --trafilatura-eval, --readability, --docs"
+        )
 
     found = extractors(not args.no_trafilatura)
     sets = []
@@ -274,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.trafilatura_eval:
         pages = load_trafilatura_eval(args.trafilatura_eval)
         sets.append(("trafilatura-eval", pages, score_strings, report_strings))
+    if args.readability:
+        pages = load_readability(args.readability)
+        sets.append(("readability", pages, score_wcxb, report_wcxb))
     for name, pages, score, report in sets:
         pages = [p for p in pages if (not args.kind or p.kind == args.kind)]
         pages = [p for p in pages if (not args.only or args.only in p.name)]

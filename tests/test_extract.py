@@ -1148,3 +1148,36 @@ def test_a_table_of_link_trees_is_a_navigation_box():
     md = page_markdown(page, URL)
     assert "gradient descent" in md
     assert "Subtopic" not in md and "Topic 1" not in md
+
+
+def test_chinese_text_is_weighed_by_its_characters():
+    # Chinese puts no space between words: a paragraph of it is no lighter than a one-word
+    # link, and the columns of linked headlines under the story are no part of it.
+    story = "".join(
+        f"<p>益阳市第{n}次会议讨论了数字经济的发展，专家认为互联网、大数据和人工智能"
+        "等新技术正在改变乡村的生活方式，许多年轻人回到家乡创业。</p>"
+        for n in range(1, 7)
+    )
+    top = "".join(
+        f'<li><em>{n}、</em><a href="/yw/{n}">国务院部署第{n}项重点工作</a></li>'
+        for n in range(1, 11)
+    )
+    shop = "".join(
+        f'<li><h3><a href="/shop">{y}年半月谈</a></h3><a href="/shop">{y}年半月谈</a>'
+        '<a href="/shop">点击订阅</a></li>'
+        for y in range(2015, 2019)
+    )
+    html = (
+        "<html><head><title>益阳：数字是优长</title></head><body><div class='main'>"
+        f"<div class='top'><h1>益阳：数字是优长</h1><div class='content'>{story}</div></div>"
+        "<div class='bottom'><div class='hot'>热门推荐</div><p>学习贯彻精神</p>"
+        '<ul><li><a href="/v/1">理论达人：国家安全就是你的安全</a></li>'
+        '<li><a href="/v/2">理论应该怎么讲？看看这些年轻人</a></li></ul>'
+        f"<p>要闻top10</p><ul>{top}</ul>"
+        f'<div><a href="/shop">杂志图书订阅</a><a href="/shop">更多</a></div><ul>{shop}</ul>'
+        "</div></div></body></html>"
+    )
+    md = page_markdown(html, "https://news.example/a/1")
+    assert md.count("益阳市第") == 6
+    for gone in ("热门推荐", "理论应该", "国务院部署", "杂志图书订阅", "点击订阅"):
+        assert gone not in md, gone

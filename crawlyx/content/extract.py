@@ -186,7 +186,19 @@ def attribute_values(doc, tag: str, attr: str, key: str = "", value: str = "") -
 
 def _text_len(el) -> int:
     """Words of text in ``el``."""
-    return len(_text(el).split()) if el is not None else 0
+    return _words(_text(el)) if el is not None else 0
+
+
+# Chinese and Japanese put no space between words: each of their characters counts as one
+# (a word is one or two of them), else a paragraph of them weighs what a one-word link
+# does, and a sidebar of headlines passes for the article.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _words(text: str) -> int:
+    """Words of ``text``: separated by spaces, or written without them."""
+    words = len(text.split())
+    return words if text.isascii() else words + len(_UNSPACED.findall(text))
 
 
 def _link_text_len(el) -> int:
@@ -401,12 +413,12 @@ def _measure(root) -> dict:
         if not isinstance(tag, str):
             continue
         text = el.text
-        words = len(text.split()) if text else 0
+        words = _words(text) if text else 0
         links = 0
         for child in el:
             tail = child.tail
             if tail:
-                words += len(tail.split())
+                words += _words(tail)
             if isinstance(child.tag, str):
                 child_words, child_links = stats[child]
                 words += child_words
