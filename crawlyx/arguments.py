@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, fields
-from urllib.parse import urlsplit
+from dataclasses import dataclass, field, fields
+from urllib.parse import unquote, urlsplit
 
 from crawlyx.config import closest
 from crawlyx.urls.normalize import normalize_url
@@ -48,6 +48,8 @@ class CrawlArgs:
     tree: str | None = None
     llms_txt: str | None = None
     llms_full: str | None = None
+    # (user, password) the start URL carried (https://user:pass@host/), taken out of it.
+    credentials: tuple[str, str] | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
@@ -58,7 +60,8 @@ class CrawlArgs:
         are ignored, any other unknown one is refused."""
         for name in others:
             if not name.startswith("_"):
-                raise ArgumentError(_unknown(name, [field.name for field in fields(cls)]))
+                known = [f.name for f in fields(cls) if f.repr]  # not credentials: no -a
+                raise ArgumentError(_unknown(name, known))
         if not start:
             raise ArgumentError("start: required, an absolute http(s) URL (-a start=https://...)")
         parts = urlsplit(start.strip())
@@ -72,6 +75,7 @@ class CrawlArgs:
             raise ArgumentError(f"start: {start!r} names no host")
         if not parts.scheme or not parts.netloc:
             raise ArgumentError(f"start: {start!r} is not an absolute URL; add http:// or https://")
+        start, credentials = _without_credentials(start.strip())
         try:
             normalize_url(start)
         except ValueError as exc:
@@ -81,7 +85,8 @@ class CrawlArgs:
                 f"job: {job!r} is not a valid name; use letters, digits, '.', '_' or '-'"
             )
         return cls(
-            start=start.strip(),
+            start=start,
+            credentials=credentials,
             max_pages=_limit("max_pages", max_pages, minimum=1),
             max_depth=_limit("max_depth", max_depth, minimum=0),
             allow=_regex("allow", allow),
@@ -98,6 +103,15 @@ class CrawlArgs:
             llms_txt=_writable("llms_txt", llms_txt),
             llms_full=_writable("llms_full", llms_full),
         )
+
+
+def _without_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without the user and password it carries (percent-decoded), and those."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl(), (user, password)
 
 
 def _unknown(name: str, known: list[str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -12,7 +13,7 @@ import pytest
 from crawlyx.arguments import ArgumentError, CrawlArgs
 from crawlyx.frontier.state import State
 from tests.conftest import free_port
-from tests.site import SiteServer
+from tests.site import QuietHandler, Serving, SiteServer
 
 # Two requests at a time per host: the adaptive window is the per-host limit.
 SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
@@ -175,6 +176,49 @@ def test_a_start_url_without_host_or_scheme_says_which():
         CrawlArgs.parse(start="http://")
     with pytest.raises(ArgumentError, match="is not an absolute URL; add http:// or https://"):
         CrawlArgs.parse(start="127.0.0.1:9/docs")
+
+
+def test_a_start_url_s_credentials_are_taken_out_of_it():
+    args = CrawlArgs.parse(start="http://ann%40corp:p%3Ass word@127.0.0.1:9/docs/")
+    assert (args.start, args.credentials) == ("http://127.0.0.1:9/docs/", ("ann@corp", "p:ss word"))
+    assert "p:ss" not in repr(args)
+    assert CrawlArgs.parse(start="http://127.0.0.1:9/").credentials is None
+
+
+class LockedSite(Serving):
+    """A site behind HTTP Basic auth (user "ann", password "s3cret"), robots.txt too."""
+
+    def __init__(self):
+        self.seen: list[tuple[str, str | None]] = []
+        site = self
+
+        class Handler(QuietHandler):
+            def do_GET(self):  # noqa: N802
+                auth = self.headers.get("Authorization")
+                site.seen.append((self.path, auth))
+                if auth != "Basic " + base64.b64encode(b"ann:s3cret").decode():
+                    return self.reply(401, "who?", headers={"WWW-Authenticate": 'Basic realm="x"'})
+                if self.path == "/robots.txt":
+                    return self.reply(200, "User-agent: *\nDisallow: /private\n", "text/plain")
+                links = '<a href="/a">a</a> <a href="/b">b</a> <a href="/private">p</a>'
+                body = f"<html><head><title>Page {self.path}</title></head><body><h1>Page</h1>"
+                return self.reply(200, f"{body}<p>Text of {self.path} to read.</p>{links}</body>")
+
+        super().__init__(Handler)
+
+
+def test_a_site_behind_basic_auth_is_crawled_with_the_start_url_s_credentials(crawl, tmp_path):
+    errors = tmp_path / "errors.jsonl"
+    with LockedSite() as site:
+        locked = site.base.replace("http://", "http://ann:s3cret@") + "/"
+        result = crawl(f"start={locked}", f"errors={errors}")
+    assert result.returncode == 0, result.log[-3000:]
+    assert sorted(result.urls) == [f"{site.base}/", f"{site.base}/a", f"{site.base}/b"]
+    assert all(auth is not None for _, auth in site.seen)  # robots.txt asked with them too
+    assert "/private" not in [path for path, _ in site.seen]
+    # The password is written nowhere: not in the pages, the errors or the log.
+    written = "".join(json.dumps(item) for item in result.items) + errors.read_text()
+    assert "s3cret" not in written and "s3cret" not in result.log
 
 
 def test_missing_start(crawl):

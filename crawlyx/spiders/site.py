@@ -11,6 +11,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from functools import cached_property, partial
 from itertools import islice
+from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest, StopDownload
@@ -89,6 +90,14 @@ class SiteSpider(Spider):
         # The add-on (crawlyx/addon.py) installs the browser's handlers unless "never".
         spider.render_mode = render.run_mode(render.requested(kwargs, settings), settings)
         spider.browser_meta = render.browser_meta(settings)
+        if spider.args.credentials and not settings.get("HTTPAUTH_USER"):
+            # The start URL's user and password: HTTP Basic auth to its host and port (as
+            # Scrapy's HttpAuthMiddleware, which sends them, matches a domain), and never
+            # in a URL crawlyx writes.
+            user, password = spider.args.credentials
+            settings.set("HTTPAUTH_USER", user, priority="spider")
+            settings.set("HTTPAUTH_PASS", password, priority="spider")
+            settings.set("HTTPAUTH_DOMAIN", urlsplit(spider.args.start).netloc.lower(), "spider")
         spider.sitemap_max_bytes = settings.getint("CRAWLYX_SITEMAP_MAX_BYTES")
         spider.max_links = max_links(settings)
         spider.documents = document_types(settings)
