@@ -104,3 +104,15 @@ def test_a_held_slot_starts_nothing_until_released(downloader, loop):
         assert len(slot.queue) == 1
 
     loop.run_until_complete(scenario())
+
+
+def test_queued_requests_fail_unsent(downloader):
+    _, slot = a_slot(downloader)
+    failed = []
+    for path in ("/a", "/b"):
+        deferred = Deferred()
+        deferred.addErrback(lambda failure: failed.append(failure.value))
+        slot.queue.append((Request(f"http://host.test{path}"), deferred))
+    stop = RuntimeError("stopping")
+    slots.fail_queued(slot, stop)
+    assert not slot.queue and failed == [stop, stop]

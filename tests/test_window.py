@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -16,11 +19,13 @@ from types import SimpleNamespace
 import pytest
 from scrapy.settings import Settings
 
+from crawlyx.frontier.jobs import describe
 from crawlyx.frontier.state import State
 from crawlyx.middlewares.budget import Host, SharedBudget
 from crawlyx.middlewares.retry_after import parse_retry_after
 from crawlyx.middlewares.robots import Robots, RobotsMiddleware
 from crawlyx.middlewares.window import WindowMiddleware
+from tests.conftest import crawl_command, crawl_env, read_items
 from tests.site import QuietHandler, Server
 
 # -- the job's budget (real Redis) -------------------------------------------------------
@@ -480,3 +485,45 @@ def test_crawl_delay_spaces_request_starts(crawl):
     assert len(starts) == 6  # robots.txt, /, 4 pages
     gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:], strict=False)]
     assert min(gaps) >= 0.9, gaps
+
+
+def test_a_stop_does_not_wait_out_a_retry_after_pause(tmp_path, redis_url, redis_client):
+    # /p0 answers 429 with Retry-After: an hour (capped at 300 s) while the other pages
+    # are slow: the requests left are held for the pause. One Ctrl-C stops the crawl at
+    # once; what was held was never sent, and stays queued for the job's next run.
+    pages = [f"/p{i}" for i in range(12)]
+
+    def respond(path, hit):
+        if path == "/robots.txt":
+            return NO_ROBOTS
+        if path == "/":
+            return 200, {}, page(pages), 0
+        if path == "/p0":
+            return 429, {"Retry-After": "3600"}, "slow down", 0
+        return 200, {}, page(), 0.3
+
+    settings = {**FAST, "CRAWLYX_REDIS_URL": redis_url, "CRAWLYX_WINDOW_RETRY_AFTER_MAX": 300}
+    out = tmp_path / "pages.jsonl"
+    with Hostile(respond) as server:
+        command = crawl_command(
+            out, f"start={server.base}/", "sitemap=0", "job=held", settings=settings
+        )
+        proc = subprocess.Popen(
+            command, cwd=tmp_path, env=crawl_env(), stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while 429 not in server.statuses("/p0") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert 429 in server.statuses("/p0"), "no 429 within a minute"
+        os.killpg(proc.pid, signal.SIGINT)
+        log = proc.communicate(timeout=60)[1]  # not the 300 s of the pause
+        assert proc.returncode == 0, log[-3000:]
+        assert "crawlyx: paused" in log
+        assert server.statuses("/p0") == [429]  # its retry was held, never sent
+    written = {item["url"].removeprefix(server.base) for item in read_items(out)}
+    fetched = {path for _, path, status in server.log if status == 200}
+    assert written == fetched - {"/robots.txt"}
+    job = describe(State(redis_client, "held"))
+    assert job["state"] == "paused"
+    assert job["queued"] == len(pages) + 1 - len(written)  # the rest, /p0 among them

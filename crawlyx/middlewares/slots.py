@@ -3,8 +3,8 @@
 The adaptive window (:mod:`crawlyx.middlewares.window`) steers the downloader's slots
 the way AutoThrottle does, through attributes Scrapy does not document as API: the
 ``Downloader``'s ``slots``, ``per_slot_settings``, ``total_concurrency``,
-``middleware.middlewares`` and ``_process_queue``, and a ``Slot``'s ``concurrency``
-and ``latercall``. Setting an attribute Scrapy no longer reads fails silently, so
+``middleware.middlewares`` and ``_process_queue``, and a ``Slot``'s ``concurrency``,
+``latercall`` and ``queue``. Setting an attribute Scrapy no longer reads fails silently, so
 :func:`check` verifies them on the running downloader (the window calls it as the
 engine starts) and ``tests/test_slots.py`` exercises each one on a real ``Downloader``:
 an upgrade that moves one fails loudly, naming it.
@@ -15,6 +15,7 @@ Checked against Scrapy 2.19.0.
 from __future__ import annotations
 
 from scrapy.utils.asyncio import call_later
+from twisted.python.failure import Failure
 
 CHECKED_AGAINST = "2.19.0"
 
@@ -27,7 +28,7 @@ DOWNLOADER_ATTRIBUTES = (
     "get_slot_key",
     "_process_queue",
 )
-SLOT_ATTRIBUTES = ("concurrency", "latercall")
+SLOT_ATTRIBUTES = ("concurrency", "latercall", "queue")
 
 
 class ScrapyInternalsMoved(RuntimeError):
@@ -109,3 +110,10 @@ def hold(downloader, slot, seconds: float) -> None:
             downloader._process_queue(slot)
 
     timer = slot.latercall = call_later(seconds, release)
+
+
+def fail_queued(slot, exc: Exception) -> None:
+    """Fail each request waiting in ``slot``'s queue with ``exc``, unsent."""
+    while slot.queue:
+        _, deferred = slot.queue.popleft()
+        deferred.errback(Failure(exc))

@@ -40,9 +40,9 @@ Two floors on top of the window:
   seconds) on a 429 or a 503: no request to that host starts until it has elapsed, in
   any process. The slot is held too (:func:`crawlyx.middlewares.slots.hold`). Requests
   already in flight finish; queued ones, and the retry of the request that got the
-  429, wait. A graceful stop (one Ctrl-C) waits for the requests held, like any
-  request in progress: at most ``CRAWLYX_WINDOW_RETRY_AFTER_MAX``; a second Ctrl-C
-  stops at once.
+  429, wait. A graceful stop (one Ctrl-C) does not wait for the pause to end: the
+  requests it holds fail with :class:`HeldAtStop`, never sent, and the spider leaves
+  their pages for the job's next run.
 * ``Crawl-delay`` from robots.txt (at most ``CRAWLYX_MAX_CRAWL_DELAY``): each request
   start takes the host's next start time from the job's budget at the gate. Not the
   slot's delay: a slot delays a request after the gate let it through, which would
@@ -97,6 +97,11 @@ MIN_REPORT_GAP = 0.1
 # A share not heard of for this long (a late report: a busy or stalled process) is not
 # used before the next report: the window may have shrunk meanwhile.
 SHARE_LIFETIME = 2 * SYNC_INTERVAL
+
+
+class HeldAtStop(IgnoreRequest):
+    """A request held for its host's Retry-After pause when the crawl stopped: not sent,
+    left for the job's next run."""
 
 
 class WindowMiddleware:
@@ -193,6 +198,8 @@ class WindowMiddleware:
         self._report_all()  # nothing through: the shares go back
 
     def _report_all(self) -> None:
+        if not self.crawler.engine.running:  # stopping: nothing waits out a pause
+            self._let_go_held()
         for host in list(self.windows.values()):
             if host.busy:
                 self._report(host)
@@ -436,6 +443,24 @@ class WindowMiddleware:
         if slot is not None:
             self._holds[key] = slot
             slots.hold(self.downloader, slot, seconds)
+
+    def _let_go_held(self) -> None:
+        """The crawl is stopping (paused): the requests held for a Retry-After pause, at
+        the gate or in their slot's queue, fail with :class:`HeldAtStop` instead of being
+        sent when it ends, up to CRAWLYX_WINDOW_RETRY_AFTER_MAX seconds later. They were
+        never sent: the job's next run fetches them."""
+        now = time.monotonic()
+        for key, host in self.windows.items():
+            if host.paused_until <= now:
+                continue
+            held = HeldAtStop(f"held for the Retry-After pause of {key} as the crawl stopped")
+            while host.waiting:
+                turn = host.waiting.popleft()
+                if not turn.done():
+                    turn.set_exception(held)
+            slot = self._holds.get(key)
+            if slot is not None:
+                slots.fail_queued(slot, held)
 
     def _resume(self, key: str) -> None:
         remaining = self.windows[key].paused_until - time.monotonic()

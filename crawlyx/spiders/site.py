@@ -45,6 +45,7 @@ from crawlyx.frontier.visited import LEASE_META, frontier_shards
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
+from crawlyx.middlewares.window import HeldAtStop
 from crawlyx.parts import crawl_parts
 from crawlyx.policy.optout import OptOut
 from crawlyx.urls.normalize import normalize_url
@@ -681,6 +682,9 @@ class SiteSpider(Spider):
 
     def on_error(self, failure):
         request = failure.request
+        if failure.check(HeldAtStop):  # never sent: the page stays for the next run
+            self.visited.unlease(request)
+            return None
         detail = describe(failure)
         if _render_failure(failure, request):
             # Scrapy hands an errback's output straight to the scraper: it goes through the
