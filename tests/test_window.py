@@ -191,7 +191,7 @@ def _crawler(**settings):
     stats.set_value = stats.values.__setitem__
     stats.inc_value = lambda key, n=1: stats.values.__setitem__(key, stats.values.get(key, 0) + n)
     signals = SimpleNamespace(connect=lambda *a, **k: None)
-    engine = SimpleNamespace(downloader=downloader)
+    engine = SimpleNamespace(downloader=downloader, running=True)
     return SimpleNamespace(settings=values, stats=stats, signals=signals, engine=engine)
 
 
