@@ -487,7 +487,7 @@ def test_crawl_delay_spaces_request_starts(crawl):
     assert min(gaps) >= 0.9, gaps
 
 
-def test_a_stop_does_not_wait_out_a_retry_after_pause(tmp_path, redis_url, redis_client):
+def test_a_stop_does_not_wait_out_a_retry_after_pause(tmp_path, redis_url, redis_client, crawl):
     # /p0 answers 429 with Retry-After: an hour (capped at 300 s) while the other pages
     # are slow: the requests left are held for the pause. One Ctrl-C stops the crawl at
     # once; what was held was never sent, and stays queued for the job's next run.
@@ -527,3 +527,14 @@ def test_a_stop_does_not_wait_out_a_retry_after_pause(tmp_path, redis_url, redis
     job = describe(State(redis_client, "held"))
     assert job["state"] == "paused"
     assert job["queued"] == len(pages) + 1 - len(written)  # the rest, /p0 among them
+
+    # Nor does a crawl that reached max_pages while requests were held: /p0's 429 comes
+    # while pages are in flight, which are written, and the rest is held.
+    def late_429(path, hit):
+        status, headers, body, wait = respond(path, hit)
+        return status, headers, body, (0.5 if path == "/p0" else 1.0 if path != "/" else 0)
+
+    with Hostile(late_429) as server:
+        result = crawl(f"start={server.base}/", "sitemap=0", "max_pages=3", settings=settings)
+        assert result.returncode == 0, result.log[-3000:]
+        assert len(result.items) == 3 and server.statuses("/p0") == [429]

@@ -40,9 +40,9 @@ Two floors on top of the window:
   seconds) on a 429 or a 503: no request to that host starts until it has elapsed, in
   any process. The slot is held too (:func:`crawlyx.middlewares.slots.hold`). Requests
   already in flight finish; queued ones, and the retry of the request that got the
-  429, wait. A graceful stop (one Ctrl-C) does not wait for the pause to end: the
-  requests it holds fail with :class:`HeldAtStop`, never sent, and the spider leaves
-  their pages for the job's next run.
+  429, wait. A crawl ending (one Ctrl-C, or ``max_pages`` reached) does not wait for
+  the pause to end: the requests it holds fail with :class:`HeldAtStop`, never sent,
+  and the spider leaves their pages for the job's next run.
 * ``Crawl-delay`` from robots.txt (at most ``CRAWLYX_MAX_CRAWL_DELAY``): each request
   start takes the host's next start time from the job's budget at the gate. Not the
   slot's delay: a slot delays a request after the gate let it through, which would
@@ -198,7 +198,8 @@ class WindowMiddleware:
         self._report_all()  # nothing through: the shares go back
 
     def _report_all(self) -> None:
-        if not self.crawler.engine.running:  # stopping: nothing waits out a pause
+        # Stopping (paused), or draining (max_pages reached): nothing waits out a pause.
+        if not self.crawler.engine.running or getattr(self.crawler.spider, "closing", False):
             self._let_go_held()
         for host in list(self.windows.values()):
             if host.busy:
@@ -445,10 +446,10 @@ class WindowMiddleware:
             slots.hold(self.downloader, slot, seconds)
 
     def _let_go_held(self) -> None:
-        """The crawl is stopping (paused): the requests held for a Retry-After pause, at
-        the gate or in their slot's queue, fail with :class:`HeldAtStop` instead of being
-        sent when it ends, up to CRAWLYX_WINDOW_RETRY_AFTER_MAX seconds later. They were
-        never sent: the job's next run fetches them."""
+        """The crawl is ending: the requests held for a Retry-After pause, at the gate or
+        in their slot's queue, fail with :class:`HeldAtStop` instead of being sent when it
+        ends, up to CRAWLYX_WINDOW_RETRY_AFTER_MAX seconds later. They were never sent:
+        the job's next run fetches them."""
         now = time.monotonic()
         for key, host in self.windows.items():
             if host.paused_until <= now:
