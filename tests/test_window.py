@@ -192,7 +192,9 @@ def _crawler(**settings):
     stats.inc_value = lambda key, n=1: stats.values.__setitem__(key, stats.values.get(key, 0) + n)
     signals = SimpleNamespace(connect=lambda *a, **k: None)
     engine = SimpleNamespace(downloader=downloader, running=True)
-    return SimpleNamespace(settings=values, stats=stats, signals=signals, engine=engine)
+    return SimpleNamespace(
+        settings=values, stats=stats, signals=signals, engine=engine, spider=None
+    )
 
 
 class FakeRequest:
