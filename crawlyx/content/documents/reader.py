@@ -51,9 +51,9 @@ def read_text(body: str, url: str, scope: str | None, *, neardup: bool = False) 
         raise Unreadable("no text in the document")
     heading = _HEADING.search(text)
     headings = [(heading.group(1) or heading.group(2)).strip(" #")] if heading else []
-    uris = [next(group for group in m.groups() if group) for m in _TEXT_LINK.finditer(text)]
-    uris = [uri.rstrip(".,;:!?'\"") if uri.startswith("http") else uri for uri in uris]
-    return _page(text, meta, headings, uris, url, scope, neardup)
+    uris = (next(group for group in m.groups() if group) for m in _TEXT_LINK.finditer(text))
+    uris = (uri.rstrip(".,;:!?'\"") if uri.startswith("http") else uri for uri in uris)
+    return _page(text, meta, headings, list(dict.fromkeys(uris)), url, scope, neardup)
 
 
 # A front matter: YAML between lines of three dashes (Jekyll, Hugo, MkDocs, Docusaurus), or
@@ -62,9 +62,11 @@ _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(.*?)\n\1[ \t]*(?:\n|\Z)", re
 _META_LINE = re.compile(r"^(title|description)[ \t]*[:=][ \t]*(.+)$", re.MULTILINE)
 # An ATX heading (# Title) or a setext one (Title over a line of = or -).
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(\S.*)$|^ {0,3}(\S.*)\n {0,3}(?:=+|-{2,})[ \t]*$", re.M)
+# A link's text holds no bracket and is at most a line: a run of "[" costs a scan, not one
+# per bracket.
 _TEXT_LINK = re.compile(
-    r"(?<!!)\[[^\]\n]*\]\(\s*<?([^()\s<>]+)>?"  # [text](url "title"), not an image
-    r"|^ {0,3}\[[^\]\n]+\]:[ \t]*<?(\S+?)>?(?:[ \t].*)?$"  # [ref]: url
+    r"(?<!!)\[[^\[\]\n]*\]\(\s*<?([^()\s<>]+)>?"  # [text](url "title"), not an image
+    r"|^ {0,3}\[[^\[\]\n]+\]:[ \t]*<?(\S+?)>?(?:[ \t].*)?$"  # [ref]: url
     r"|<(https?://[^\s<>]+)>"  # <https://...>
     r"|(?<![(<\w])(https?://[^\s<>()\[\]\"'`]+)",  # a bare URL
     re.MULTILINE,
