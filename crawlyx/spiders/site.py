@@ -115,7 +115,7 @@ class SiteSpider(Spider):
         spider.opt_out = OptOut.from_settings(settings)
         spider.not_found = None  # CRAWLYX_SOFT404_PROBE off: a 200 is a page
         if settings.getbool("CRAWLYX_SOFT404_PROBE"):
-            spider.not_found = NotFound(crawler, spider._read_probe)
+            spider.not_found = NotFound(crawler, spider._read)
         spider.job_run = JobRun.from_crawler(crawler, spider.job)
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
         crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
@@ -257,7 +257,7 @@ class SiteSpider(Spider):
                 self.crawler.stats.inc_value("crawlyx/frontier/duplicates")
                 return
         try:
-            page = await self.workers.read(page_text(response), response.url, self.scope.origin)
+            page = await self._read(response)
         except ReadTimeout as exc:  # its worker was killed: the page is done, not retried
             self.errors.record(url, "read_timeout", str(exc), referrer)
             return
@@ -288,7 +288,8 @@ class SiteSpider(Spider):
         ):
             yield output
 
-    async def _read_probe(self, response) -> dict:
+    async def _read(self, response) -> dict:
+        """The HTML page of ``response``, read in a worker."""
         return await self.workers.read(page_text(response), response.url, self.scope.origin)
 
     async def _soft_404(self, response, page) -> bool:
