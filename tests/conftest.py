@@ -77,6 +77,20 @@ def redis_url(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_redis(request):
+    """Each test that uses the shared redis-server starts from an empty one. A site's keys
+    are named by its host and port, and a fixture site may bind a port an earlier test's
+    site had: its pages would be the new site's registered pages."""
+    if "redis_url" not in request.fixturenames:
+        yield
+        return
+    client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+    client.flushall()
+    yield
+    client.close()
+
+
 @pytest.fixture
 def own_redis(tmp_path):
     """A redis-server of the test's own, persistent, to stop and start again."""
