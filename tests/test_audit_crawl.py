@@ -15,6 +15,7 @@ import time
 
 import redis
 
+from crawlyx.frontier.state import KEY_PREFIX, OWNERS
 from tests.audit_site import AuditSite
 from tests.conftest import crawl_command, crawl_env, read_items
 
@@ -209,11 +210,11 @@ def test_crawl_audits_the_fixture_site_exactly(tmp_path, redis_url):
         assert "| broken links | 2 |" in (tmp_path / "a.md").read_text()
 
 
-def owners(redis_url: str, job: str) -> list:
-    """The job's live crawl processes: their heartbeat keys."""
+def owners(redis_url: str, job: str) -> int:
+    """How many crawl processes the job has had: the members of its owners' sorted set."""
     client = redis.Redis.from_url(redis_url)
     try:
-        return list(client.scan_iter(match=f"crawlyx:{{{job}}}:owner:*"))
+        return client.zcard(f"{KEY_PREFIX}:{{{job}}}:{OWNERS}")
     finally:
         client.close()
 
@@ -241,8 +242,9 @@ def test_two_processes_give_the_same_audit_and_tree_as_one(tmp_path, redis_url):
                 )  # fmt: skip
             )
         deadline = time.monotonic() + 60
-        while len(owners(redis_url, "audit-pair")) < 2 and time.monotonic() < deadline:
+        while owners(redis_url, "audit-pair") < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
+        assert owners(redis_url, "audit-pair") == 2
         site.release()
         logs = [proc.communicate(timeout=180)[1] for proc in procs]
         assert [proc.returncode for proc in procs] == [0, 0], logs
