@@ -79,16 +79,17 @@ def redis_url(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _fresh_redis(request):
-    """Each test that uses the shared redis-server starts from an empty one. A site's keys
-    are named by its host and port, and a fixture site may bind a port an earlier test's
-    site had: its pages would be the new site's registered pages."""
-    if "redis_url" not in request.fixturenames:
-        yield
-        return
-    client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
-    client.flushall()
-    yield
-    client.close()
+    """Each test that uses the shared redis-server (or cluster) starts from an empty one. A
+    site's keys are named by its host and port, and a fixture site may bind a port an
+    earlier test's site had: its pages would be the new site's registered pages."""
+    clients = []
+    if "redis_url" in request.fixturenames:
+        clients.append(redis.Redis.from_url(request.getfixturevalue("redis_url")))
+    if "redis_cluster" in request.fixturenames:
+        clients += request.getfixturevalue("redis_cluster").nodes()
+    for client in clients:
+        client.flushall()
+        client.close()
 
 
 @pytest.fixture
