@@ -450,6 +450,17 @@ Elsewhere: [a friend](https://friend.example/) and [mail](mailto:a@example.org).
     )
     with pytest.raises(Unreadable, match="no text"):
         read_text("\ufeff---\ntitle: x\n---\n\n  \n", "https://example.org/e.md", None)
+    # What code holds is neither a heading nor a link; the text after it is read again.
+    text = (
+        "```sh\n# install it\ncurl https://example.org/get.sh\n```\n\n"
+        "Install\n=======\n\nWrite `[x](/not.md)`, then see [usage](usage.md).\n\n"
+        "~~~~\nx = '[y](/nor.md)'\n~~~\nstill code\n~~~~\nThe [end](end.md).\n"
+        "```\nan unclosed block: [z](/nor-this.md)\n"
+    )
+    page = read_text(text, "https://example.org/install.md", "https://example.org")
+    assert page["title"] == "Install"
+    assert list(page["links"]) == ["https://example.org/usage.md", "https://example.org/end.md"]
+    assert page["markdown"] == text.strip()
 
 
 LLMS_TXT = """# Widget

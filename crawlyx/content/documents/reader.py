@@ -49,9 +49,10 @@ def read_text(body: str, url: str, scope: str | None, *, neardup: bool = False) 
     meta, text = _front_matter(text.replace("\x00", "").strip("\n"))
     if _chars(text) < MIN_TEXT:
         raise Unreadable("no text in the document")
-    heading = _HEADING.search(text)
+    prose = _CODE.sub("", text)  # a "# comment" or a "[link](...)" in code is neither
+    heading = _HEADING.search(prose)
     headings = [(heading.group(1) or heading.group(2)).strip(" #")] if heading else []
-    uris = (next(group for group in m.groups() if group) for m in _TEXT_LINK.finditer(text))
+    uris = (next(group for group in m.groups() if group) for m in _TEXT_LINK.finditer(prose))
     uris = (uri.rstrip(".,;:!?'\"") if uri.startswith("http") else uri for uri in uris)
     return _page(text, meta, headings, list(dict.fromkeys(uris)), url, scope, neardup)
 
@@ -62,6 +63,8 @@ _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(.*?)\n\1[ \t]*(?:\n|\Z)", re
 _META_LINE = re.compile(r"^(title|description)[ \t]*[:=][ \t]*(.+)$", re.MULTILINE)
 # An ATX heading (# Title) or a setext one (Title over a line of = or -).
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(\S.*)$|^ {0,3}(\S.*)\n {0,3}(?:=+|-{2,})[ \t]*$", re.M)
+# Code: a fenced block (to its closing fence, or the end of the text) or a code span.
+_CODE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?(?:\n {0,3}\1[`~]*[ \t]*$|\Z)|`[^`\n]+`", re.M | re.S)
 # A link's text holds no bracket and is at most a line: a run of "[" costs a scan, not one
 # per bracket.
 _TEXT_LINK = re.compile(
