@@ -474,7 +474,10 @@ LLMS_TXT = """# Widget
 - [Source]({base}/source.md)
 """
 HOME_TEXT = b"""<html><body><a href="/llms.txt">for LLMs</a> <a href="/dump.txt">dump</a>
-<a href="/blank.txt">blank</a></body></html>"""
+<a href="/blank.txt">blank</a> <a href="/old.html">old</a></body></html>"""
+# An HTML page a server labels text/plain, as it labels every file: a page, not its markup.
+OLD_HTML = b"""<!-- built 2009 -->\n<!DOCTYPE html><html><head><title>Old</title></head>
+<body><h1>Old page</h1><p>Served as plain text.</p></body></html>"""
 INTRO_MD = "# Introduction\n\nThe widget turns parts into goods. See the [parts](../parts).\n"
 CHANGES = "Version 2 fixes the spring.\nVersion 1 was the first one released.\n"
 
@@ -500,6 +503,7 @@ def test_markdown_and_text_documents_in_a_crawl(crawl, tmp_path):
                 ),
                 "/dump.txt": ("text/plain", bytes(range(256)) * 8, {}),  # no text
                 "/blank.txt": ("text/plain", b" \n", {}),
+                "/old.html": ("text/plain", OLD_HTML, {}),
             }
         )
         errors = tmp_path / "errors.jsonl"
@@ -511,9 +515,12 @@ def test_markdown_and_text_documents_in_a_crawl(crawl, tmp_path):
             "/changes.txt",
             "/docs/intro.md",
             "/llms.txt",
+            "/old.html",
             "/parts",
             "/source.md",
         ]
+        old = items["/old.html"]
+        assert (old["title"], old["markdown"]) == ("Old", "# Old page\n\nServed as plain text.\n")
         assert items["/llms.txt"]["title"] == "Widget"
         assert items["/llms.txt"]["markdown"] == LLMS_TXT.format(base=base).strip()
         assert items["/docs/intro.md"]["markdown"] == INTRO_MD.strip()

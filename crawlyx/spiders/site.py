@@ -24,6 +24,7 @@ from crawlyx.arguments import CrawlArgs
 from crawlyx.content.canonical import Canonicals, header_canonical
 from crawlyx.content.documents import (
     Unreadable,
+    as_page,
     binary,
     document_body,
     document_types,
@@ -237,6 +238,7 @@ class SiteSpider(Spider):
             if self.graph is not None:  # not read again: its links are not known this run
                 self.graph.outcome(url, status=304, depth=response.meta.get("depth"))
             return
+        response = as_page(response)
         if not isinstance(response, HtmlResponse) or binary(response):
             # A document (a PDF, however labelled), or no page.
             for output in await self._document(response, url):

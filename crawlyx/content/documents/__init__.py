@@ -9,7 +9,9 @@ and first bytes: no reader is imported there); a document is read in the page wo
 
 from __future__ import annotations
 
-from scrapy.http import TextResponse
+import re
+
+from scrapy.http import HtmlResponse, TextResponse
 
 from crawlyx.content.encoding import page_text
 
@@ -135,6 +137,20 @@ def binary(response) -> str | None:
         if b"utf-16" not in charset and b"utf-32" not in charset:
             return "binary data"
     return None
+
+
+# The start of an HTML document: a doctype or an <html> tag, after comments at most.
+_HTML_START = re.compile(rb"\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)[\s>]", re.I | re.S)
+
+
+def as_page(response):
+    """``response`` as an HTML page when it is one served as plain text (a server that
+    labels every file ``text/plain``): read as text, its markdown would be its markup.
+    Any other response as it is."""
+    if type(response) is TextResponse and content_type(response) == "text/plain":
+        if _HTML_START.match(response.body[:1024].removeprefix(b"\xef\xbb\xbf")):
+            return response.replace(cls=HtmlResponse)
+    return response
 
 
 def kind_of(response, types: tuple[str, ...]) -> tuple[str | None, str]:
