@@ -5,7 +5,7 @@ the job and how to resume it, and the summary when it ends. They are logged at I
 ``extra=SHOWN``; when the log hides INFO (``-L WARNING``, ``--nolog``), the crawl command
 writes them to stderr all the same, bare (:func:`configure`). Scrapy's dump of the
 overridden settings, the same on every run and the bulk of the log's start, goes down to
-DEBUG.
+DEBUG, without the passwords it holds.
 
 With ``CRAWLYX_LOG_FORMAT=json`` every record is one line holding one JSON object
 (:func:`use_json`): ``timestamp`` (UTC), ``level``, ``logger``, ``message``, and, when the
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Mapping
@@ -49,7 +50,22 @@ def configure(settings) -> None:
 def _settings_dump_at_debug(record: logging.LogRecord) -> bool:
     if isinstance(record.msg, str) and record.msg.startswith(SETTINGS_DUMP):
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        if isinstance(record.args, Mapping) and isinstance(record.args.get("settings"), str):
+            record.args = {**record.args, "settings": redact_settings(record.args["settings"])}
     return True
+
+
+# In the settings dump: a setting named for a secret (HTTPAUTH_PASS, a token), and the
+# password of a URL (CRAWLYX_REDIS_URL's, a proxy's).
+_SECRET_SETTING = re.compile(
+    r"""('[A-Z0-9_]*(?:PASS|PASSWORD|SECRET|TOKEN)[A-Z0-9_]*': )(?:'[^']*'|"[^"]*")"""
+)
+_URL_PASSWORD = re.compile(r"(://[^:/@\s'\"]*:)[^@/\s'\"]*@")
+
+
+def redact_settings(dump: str) -> str:
+    """Scrapy's dump of the overridden settings without the secrets they hold."""
+    return _URL_PASSWORD.sub(r"\1***@", _SECRET_SETTING.sub(r"\1'***'", dump))
 
 
 FORMATS = ("text", "json")

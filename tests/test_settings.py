@@ -211,17 +211,22 @@ def test_redact_hides_passwords():
     assert redact("redis://host:6379/0") == "redis://host:6379/0"
 
 
-def test_redis_password_never_reaches_the_log(site, crawl, redis_url):
+def test_passwords_never_reach_the_log(site, crawl, redis_url):
     # The test server has no password (Redis accepts the AUTH): the log names the
-    # server without the secret.
+    # server without the secret, nor does the settings dump (at DEBUG) hold it, nor the
+    # start URL's password, sent as HTTP auth.
     port = redis_url.rsplit(":", 1)[1].split("/")[0]
     result = crawl(
-        f"start=http://127.0.0.1:{site.port}/start",
-        settings={"CRAWLYX_REDIS_URL": f"redis://:hunter2secret@127.0.0.1:{port}/0"},
+        f"start=http://ann:s3cretpass@127.0.0.1:{site.port}/start",
+        settings={
+            "CRAWLYX_REDIS_URL": f"redis://:hunter2secret@127.0.0.1:{port}/0",
+            "LOG_LEVEL": "DEBUG",
+        },
     )
     assert result.returncode == 0
     assert f"Using Redis at redis://***@127.0.0.1:{port}/0" in result.log
-    assert "hunter2secret" not in result.log
+    assert "'HTTPAUTH_PASS': '***'" in result.log
+    assert "hunter2secret" not in result.log and "s3cretpass" not in result.log
 
 
 def _defaults(*types) -> list[str]:
