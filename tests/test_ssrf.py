@@ -1014,8 +1014,10 @@ def test_links_and_redirects_to_other_schemes_fetch_nothing(web, crawl, tmp_path
             "data:text/html,<h1>DATA-PAGE</h1>",
             "s3://bucket/key",
         ]
-        web.route("/", body=page("Home", [*other, "/go", "/goftp", "/refresh", "/ok"]))
+        hops = ["/go", "/goftp", "/gomail", "/refresh", "/ok"]
+        web.route("/", body=page("Home", [*other, *hops]))
         web.route("/go", 302, Location="file:///etc/passwd")
+        web.route("/gomail", 302, Location="mailto:webmaster@example.com")
         web.route("/goftp", 301, Location=f"ftp://127.0.0.1:{ftp.port}/y")
         web.route(
             "/refresh",
@@ -1031,19 +1033,22 @@ def test_links_and_redirects_to_other_schemes_fetch_nothing(web, crawl, tmp_path
     # followed (the page is kept); a redirect to one is refused, naming its target.
     assert sorted(result.urls) == [base + "/", base + "/ok", base + "/refresh"]
     [home] = [item for item in result.items if item["url"] == base + "/"]
-    assert home["links"] == [base + path for path in ("/go", "/goftp", "/ok", "/refresh")]
+    assert home["links"] == [
+        base + path for path in ("/go", "/goftp", "/gomail", "/ok", "/refresh")
+    ]
     markdown = "".join(item["markdown"] for item in result.items)
     # (The home page's anchor texts name the targets; their content is what must not appear.)
     assert "root:x:0" not in markdown and "# DATA-PAGE" not in markdown
     assert ftp.connections == 0
-    assert sorted(web.paths) == ["/", "/go", "/goftp", "/ok", "/refresh", "/robots.txt"]
+    assert sorted(web.paths) == ["/", "/go", "/goftp", "/gomail", "/ok", "/refresh", "/robots.txt"]
     logged = sorted((e["url"], e["class"], e["detail"]) for e in read_items(errors))
     refused = "RedirectRefused: redirects to {}, not an http(s) URL"
     assert logged == [
         (base + "/go", "out_of_scope", refused.format("file:///etc/passwd")),
         (base + "/goftp", "out_of_scope", refused.format(f"ftp://127.0.0.1:{ftp.port}/y")),
+        (base + "/gomail", "out_of_scope", refused.format("mailto:webmaster@example.com")),
     ]
-    assert result.stat("crawlyx/error/out_of_scope") == "2"
+    assert result.stat("crawlyx/error/out_of_scope") == "3"
     assert result.stat("crawlyx/error/http_4xx") is None
 
 

@@ -65,13 +65,15 @@ class HopRules:
 
 class RedirectMiddleware(HopRules, redirect.RedirectMiddleware):
     def process_response(self, request, response, spider=None):
-        result = super().process_response(request, response)
-        if result is response and _checked(self.crawler.spider, request):
-            target = _other_scheme(request, response)
-            if target is not None:
-                detail = f"redirects to {target}, not an http(s) URL"
-                raise RedirectRefused("out_of_scope", detail, [request.url])
-        return result
+        # Checked before Scrapy sees it: building the hop's request, Scrapy fails on a URL
+        # without "//" (mailto:, javascript:).
+        target = _other_scheme(request, response)
+        if target is None:
+            return super().process_response(request, response)
+        if _checked(self.crawler.spider, request):
+            detail = f"redirects to {target}, not an http(s) URL"
+            raise RedirectRefused("out_of_scope", detail, [request.url])
+        return response
 
 
 class MetaRefreshMiddleware(HopRules, redirect.MetaRefreshMiddleware):
