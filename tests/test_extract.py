@@ -1,5 +1,7 @@
 """Main-content extraction: what goes, what stays, the options."""
 
+import json
+
 import pytest
 
 from crawlyx.content.extract import page_markdown, page_title, parse_document
@@ -1181,3 +1183,27 @@ def test_chinese_text_is_weighed_by_its_characters():
     assert md.count("益阳市第") == 6
     for gone in ("热门推荐", "理论应该", "国务院部署", "杂志图书订阅", "点击订阅"):
         assert gone not in md, gone
+
+
+WHOLE_STORY = " ".join(f"Sentence {i} of the whole story says what came next." for i in range(40))
+PAYWALLED = """<html><head><title>The story</title>
+<script type="application/ld+json">{ld}</script></head><body><article><h1>The story</h1>
+<p>The first lines of the story, all a reader sees before the paywall asks for more.</p>
+<p>Subscribe to read the rest.</p></article></body></html>"""
+
+
+def _story_page(*bodies: str) -> str:
+    stories = [{"@type": "NewsArticle", "headline": "The story", "articleBody": b} for b in bodies]
+    return PAYWALLED.format(ld=json.dumps(stories[0] if len(stories) == 1 else stories))
+
+
+def test_a_story_the_page_shows_in_part_is_read_whole_from_its_structured_data():
+    url = "https://news.example/story"
+    whole = page_markdown(_story_page(f"{WHOLE_STORY}\n{WHOLE_STORY}"), url)
+    assert whole == f"# The story\n\n{WHOLE_STORY}\n\n{WHOLE_STORY}\n"
+    # Marked up, its markup is read as a page's is.
+    marked = page_markdown(_story_page(f"<p>{WHOLE_STORY} <a href='/more'>More</a>.</p>"), url)
+    assert marked == f"# The story\n\n{WHOLE_STORY} [More](https://news.example/more).\n"
+    # A short one, or a page of several stories (a listing): the page as it is.
+    for page in (_story_page("Two words."), _story_page(WHOLE_STORY, WHOLE_STORY + " Again.")):
+        assert page_markdown(page, url).startswith("# The story\n\nThe first lines of the story")

@@ -26,6 +26,7 @@ many pages of one crawl are removed later, by the pipeline, which sees the whole
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from functools import lru_cache
@@ -1155,6 +1156,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     title = page_title(doc)
     base = doc.find(".//base[@href]")
     page_type = _page_type(doc)
+    story = _story_data(doc) if page_type == "article" else None
     stats = _prune(body, page_type) or _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_teasers(root, stats, url)
@@ -1172,8 +1174,50 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     if page_type == "product":
         markdown = drop_other_products(markdown)
     elif page_type == "article":
-        markdown = drop_article_tail(markdown)
+        markdown = _whole_story(drop_article_tail(markdown), story, title, url, links)
     return drop_trailing_headings(markdown)
+
+
+def _story_data(doc) -> str | None:
+    """The ``articleBody`` of the page's JSON-LD, a story's text as its publisher gives it
+    to search engines; None unless there is one (a page of several stories is a listing)."""
+    found = set()
+    for script in doc.iter("script"):
+        text = script.text
+        if script.get("type") != _JSON_LD or not text or '"articleBody"' not in text:
+            continue
+        try:
+            stack = [json.loads(text, strict=False)]
+        except ValueError:
+            continue
+        while stack:
+            value = stack.pop()
+            if isinstance(value, dict):
+                if isinstance(story := value.get("articleBody"), str):
+                    found.add(story.strip())
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
+    return found.pop() if len(found) == 1 else None
+
+
+def _whole_story(markdown: str, story: str | None, title: str | None, url: str, links: str) -> str:
+    """A story the page shows a part of (the rest behind a paywall, or drawn by its
+    scripts), whole from its structured data: when that holds an article and twice the
+    words the page's markdown does. Its paragraphs under the page's title."""
+    if story is None:
+        return markdown
+    if "<" in story and _HTML_TAG.search(story):
+        story = html_to_markdown(story, url, links).strip()
+    words = _words(story)
+    if words < ARTICLE_WORDS or words < 2 * _words(markdown):
+        return markdown
+    paragraphs = [line.strip() for line in story.splitlines() if line.strip()]
+    heading = [f"# {title}"] if title else []
+    return "\n\n".join(heading + paragraphs) + "\n"
+
+
+_HTML_TAG = re.compile(r"</?(?:p|br|div|span|a|strong|em|h[1-6])\b", re.IGNORECASE)
 
 
 def _title_only(root) -> bool:
