@@ -196,10 +196,20 @@ def _text_len(el) -> int:
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
+# The first byte of those characters in UTF-8: a text without any has none of them, which
+# a few byte searches tell sooner than the pattern does (a fifth of the time on a page).
+_UNSPACED_LEADS = tuple(bytes([b]) for b in (*range(0xE3, 0xEA), 0xEF))
+
+
 def _words(text: str) -> int:
     """Words of ``text``: separated by spaces, or written without them."""
     words = len(text.split())
-    return words if text.isascii() else words + len(_UNSPACED.findall(text))
+    if text.isascii():
+        return words
+    encoded = text.encode("utf-8", "surrogatepass")
+    if not any(lead in encoded for lead in _UNSPACED_LEADS):
+        return words
+    return words + len(_UNSPACED.findall(text))
 
 
 def _link_text_len(el) -> int:
@@ -467,14 +477,15 @@ def _prune(body, page_type: str | None) -> dict | None:
     _drop_all(doomed)
     # A block hidden until the page's scripts run, holding most of the page or of what is
     # left once the chrome is gone (an article at least), is shown.
-    shown = _text_len(body)
-    _drop_all(
-        [
-            el
-            for el in hidden
-            if (words := _text_len(el)) < HIDDEN_PAGE_SHARE * shown or words < ARTICLE_WORDS
-        ]
-    )
+    if hidden:
+        shown = _text_len(body)
+        _drop_all(
+            [
+                el
+                for el in hidden
+                if (words := _text_len(el)) < HIDDEN_PAGE_SHARE * shown or words < ARTICLE_WORDS
+            ]
+        )
     return _prune_by_name(body, page_type)
 
 
