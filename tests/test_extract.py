@@ -429,6 +429,27 @@ def test_teaser_cards_after_the_article_go():
     assert "Another garden story, number 5" in out
 
 
+def test_teaser_cards_with_a_kicker_or_a_date_above_the_title_go():
+    # A card may show its section ("News") or its date above the linked title.
+    for kicker in ("<div class='kicker'>News</div>", "<time>22. Juni 2022</time>"):
+        cards = _cards(["/stories/beans"] * 6).replace("<h3>", f"{kicker}<h3>")
+        page = (
+            "<html><body><div class='col'><h1>Garden guide</h1>"
+            f"{STORY}<h2>More from the blog</h2>{cards}</div></body></html>"
+        )
+        out = page_markdown(page, "https://garden.example/guide")
+        assert "Part 7 of the guide" in out and "Another garden story" not in out
+    # Words that run on into the link are the start of its sentence, not a label: rows of
+    # an API's methods ("static <E> <a>EnumSet</a>") are the page's own.
+    cards = _cards(["/stories/beans"] * 6).replace("<h3>", "<h3>Read about <code>the")
+    cards = cards.replace("</h3>", "</code></h3>")
+    page = (
+        "<html><body><div class='col'><h1>Garden guide</h1>"
+        f"{STORY}<h2>More from the blog</h2>{cards}</div></body></html>"
+    )
+    assert "Another garden story" in page_markdown(page, "https://garden.example/guide")
+
+
 @pytest.mark.parametrize(
     "name", ["timeline similar", "postmetadata alt", "entry-utility", "author-description"]
 )

@@ -1025,11 +1025,19 @@ def _kind(el) -> tuple:
     return el.tag, names[0] if names else None
 
 
+# What a card may show above its linked title: a kicker ("News", "Sponsored") or a date.
+KICKER_WORDS = 3
+
+
 def _opens_with_link(el) -> bool:
-    """The first text in ``el`` is a link's: a card's title."""
+    """The first text in ``el`` is a link's, kickers and dates aside (short labels, each
+    an element's whole text): a card's title."""
     for node in el.iter():
         if isinstance(node.tag, str) and node.text and node.text.strip():
-            return node.tag == "a" or _inside(node, ("a",)) is not None
+            if node.tag == "a" or _inside(node, ("a",)) is not None:
+                return True
+            if len(node) or len(node.text.split()) > KICKER_WORDS:
+                return False
     return False
 
 
