@@ -819,6 +819,28 @@ def news_page(before: str, after: str, article: bool = True) -> str:
     )
 
 
+def _rail(name: str) -> str:
+    items = "".join(
+        f"<li><a href='/news/{name[:4]}-{i}'>Another story of the garden, with a headline of "
+        f"a dozen words, number {i}</a></li>"
+        for i in range(10)
+    )
+    return f"<h3>{name}</h3><ol>{items}</ol>"
+
+
+def test_rails_of_links_below_a_story_go_however_long_they_are():
+    # Lists of other stories below an article ("Most read", "On the same topic") may be
+    # more words than the story: on an article, those after the story still go.
+    rails = _rail("Most read") + _rail("On the same topic")
+    out = page_markdown(news_page("", rails), "https://news.example/garden")
+    assert out.count("how much water") == 8
+    assert "Another story" not in out and "Most read" not in out
+    # On a page not marked as an article, lists of links that outweigh the text are the
+    # content (an index with an introduction): they stay.
+    out = page_markdown(news_page("", rails, article=False), "https://news.example/garden")
+    assert "Another story of the garden, with a headline of a dozen words, number 9" in out
+
+
 def test_a_photo_caption_is_not_part_of_the_content():
     figure = (
         "<figure><img src='/storm.jpg' alt='Waves crash'><figcaption>Waves on the pier. "

@@ -900,13 +900,16 @@ def _prose_before(el, child, stats) -> int:
     return words
 
 
-def _drop_link_lists(root, stats, url: str, docs: bool) -> None:
+def _drop_link_lists(root, stats, url: str, page_type: str | None) -> None:
     """Step 3: blocks that are mostly links (related, tags, more-from, file listings,
     badge rows, a paragraph or a box that is one link behind a label, but on
     documentation). Lists and tables of links go at half link text; other blocks at 70%.
     When such blocks are most of the container, they are the content (an index, a
-    table of contents, a product grid) and stay. ``stats`` is :func:`_measure` of a tree
-    that holds ``root``."""
+    table of contents, a product grid) and stay; but on an article, those that follow
+    an article's worth of prose are the rails below the story ("Most read", "On the same
+    topic") however long they are. ``stats`` is :func:`_measure` of a tree that holds
+    ``root``."""
+    docs = page_type == "documentation"
     contents = set()
     for el in root.iter():
         names = el.get("class") if isinstance(el.tag, str) else None
@@ -915,9 +918,15 @@ def _drop_link_lists(root, stats, url: str, docs: bool) -> None:
     site = _site(url)
     found = []
     inside: set = set()  # the blocks inside those found: judged with them
+    prose = 0
+    story_end = None  # how many were found when an article's worth of prose was read
     for el in root.iter(*_BLOCKS):
         if el is root or (inside and el in inside):
             continue
+        if story_end is None and el.tag == "p":
+            prose += _prose(el, stats)
+            if prose >= ARTICLE_WORDS:
+                story_end = len(found)
         links = sum(1 for _ in el.iter("a"))
         words, link_words = stats[el]
         if links == 1 and el.tag in ("p", "div"):
@@ -952,7 +961,9 @@ def _drop_link_lists(root, stats, url: str, docs: bool) -> None:
             found.append(el)
             inside.update(el.iter(*_BLOCKS))
     if sum(stats[el][0] for el in found) > LINK_LISTS_SHARE * stats[root][0]:
-        return
+        if page_type != "article" or story_end is None:
+            return
+        found = found[story_end:]
     _drop_all(found)
 
 
@@ -1179,7 +1190,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     stats = _prune(body, page_type) or _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_teasers(root, stats, url)
-    _drop_link_lists(root, stats, url, page_type == "documentation")
+    _drop_link_lists(root, stats, url, page_type)
     root = _ensure_title(_with_lead(body, root, stats), title)
     if _title_only(root):
         return ""
