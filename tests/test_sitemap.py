@@ -91,3 +91,19 @@ def test_a_crawl_reads_gzipped_sitemaps_in_the_workers(crawl):
     assert result.returncode == 0, result.log[-2000:]
     assert sorted(result.urls) == [f"{site.base}/{path}" for path in ("", "a", "b", "c", "d")]
     assert result.stat("crawlyx/workers/sitemaps") == "4"  # the index and three sitemaps
+
+
+def test_a_start_url_that_is_a_sitemap_or_a_feed_starts_from_its_pages(crawl, tmp_path):
+    # A user may give the site's sitemap (an index, gzipped), a text sitemap or a feed as
+    # the start: its pages are crawled, and it is no page that failed.
+    with Serving(_GzippedSitemapHandler) as site:
+        for path, pages in (
+            ("index.xml.gz", ["a", "b"]),
+            ("pages.txt", ["c"]),
+            ("feed.xml", ["d"]),
+        ):
+            errors = tmp_path / f"errors-{pages[0]}.jsonl"
+            result = crawl(f"start={site.base}/{path}", "sitemap=0", f"errors={errors}")
+            assert result.returncode == 0, result.log[-2000:]
+            assert sorted(result.urls) == [f"{site.base}/{page}" for page in pages]
+            assert not errors.exists() or not errors.read_text()

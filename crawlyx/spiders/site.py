@@ -131,7 +131,10 @@ class SiteSpider(Spider):
     def headers_received(self, headers, body_length, request, spider):
         """A page request answered with what crawlyx names from its headers alone (an
         image, an archive, a video) is not downloaded past them: its body would be the
-        site's bandwidth spent for nothing. The response goes on without it."""
+        site's bandwidth spent for nothing. The response goes on without it. Not the
+        start URL's: it may be a sitemap (XML, gzipped) or a feed."""
+        if request.meta.get("crawlyx_anchor"):
+            return
         if request.callback == self.parse and told_by_headers(media_type(headers), self.documents):
             self.crawler.stats.inc_value("crawlyx/download/stopped_at_headers")
             raise StopDownload(fail=False)
@@ -240,8 +243,12 @@ class SiteSpider(Spider):
             return
         response = as_page(response)
         if not isinstance(response, HtmlResponse) or binary(response):
-            # A document (a PDF, however labelled), or no page.
-            for output in await self._document(response, url):
+            # A document (a PDF, however labelled), or no page; a start URL may be a
+            # sitemap or a feed, whose pages are the crawl's start.
+            outputs = await self._start_sitemap(response)
+            if outputs is None:
+                outputs = await self._document(response, url)
+            for output in outputs:
                 yield output
             return
         depth = response.meta.get("depth", 0)
@@ -667,6 +674,28 @@ class SiteSpider(Spider):
             self.crawler.stats.inc_value("crawlyx/sitemap/failed")
             self.logger.warning("Skipping sitemap %s: %s", response.url, exc)
             return
+        for request in self._listed(kind, locs):
+            yield request
+
+    async def _start_sitemap(self, response) -> list | None:
+        """The requests of a start URL that is a sitemap, a text one or a feed (listing
+        one URL at least), else None: pages of the site are the crawl's start, and it is
+        no page that failed."""
+        if not response.meta.get("crawlyx_anchor"):
+            return None
+        if kind_of(response, self.documents)[0] not in (None, "text"):
+            return None  # a PDF, a Word or markdown document
+        try:
+            kind, locs = await self.workers.read_sitemap(response.body, self.sitemap_max_bytes)
+        except Exception:  # no sitemap: the response is judged as any other
+            return None
+        if not locs:
+            return None
+        self.logger.info("The start URL is a sitemap listing %d URLs", len(locs))
+        return list(self._listed(kind, locs))
+
+    def _listed(self, kind: str, locs: list[str]):
+        """The requests for what a sitemap lists: the sitemaps of an index, else pages."""
         scoped = {loc: self.scope.normalized(loc) for loc in locs}
         if kind == "sitemapindex":
             for loc, url in scoped.items():
