@@ -73,6 +73,7 @@ class _GzippedSitemapHandler(QuietHandler):
             "/pages.gz": ("application/x-gzip", _sitemap("urlset", [b + "/a", b + "/b"])),
             "/pages.txt": ("text/plain", f"{b}/c\n"),
             "/feed.xml": ("application/rss+xml", RSS.replace(B, b).replace("/post-a", "/d")),
+            "/elsewhere.xml": ("application/xml", _sitemap("urlset", ["http://localhost/a"])),
         }
         if self.path in documents:
             ctype, text = documents[self.path]
@@ -107,3 +108,7 @@ def test_a_start_url_that_is_a_sitemap_or_a_feed_starts_from_its_pages(crawl, tm
             assert result.returncode == 0, result.log[-2000:]
             assert sorted(result.urls) == [f"{site.base}/{page}" for page in pages]
             assert not errors.exists() or not errors.read_text()
+        # One of another host's pages: nothing to crawl, and the log says why.
+        result = crawl(f"start={site.base}/elsewhere.xml", "sitemap=0")
+        assert result.returncode == 0 and result.urls == []
+        assert "The start sitemap lists no URL of the crawl's scope" in result.log

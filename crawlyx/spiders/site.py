@@ -692,6 +692,12 @@ class SiteSpider(Spider):
         if not locs:
             return None
         self.logger.info("The start URL is a sitemap listing %d URLs", len(locs))
+        if not any(self.scope.normalized(loc) for loc in locs):
+            self.logger.warning(
+                "The start sitemap lists no URL of the crawl's scope %s (it lists %s...)",
+                self.scope.origin,
+                locs[0],
+            )
         return list(self._listed(kind, locs))
 
     def _listed(self, kind: str, locs: list[str]):
