@@ -360,6 +360,10 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         assert off.stat("crawlyx/documents/pdf") is None
         assert off.stat("crawlyx/download/stopped_at_headers") == "9"  # and the five PDFs
 
+        # A start URL its headers name as no page (and no sitemap) is not downloaded either.
+        start = crawl(f"start={base}/logo.png", f"errors={tmp_path / 'errors-start.jsonl'}")
+        assert start.urls == [] and start.stat("crawlyx/download/stopped_at_headers") == "1"
+
 
 def test_an_unknown_document_type_stops_the_crawl(tmp_path):
     command = crawl_command(

@@ -19,6 +19,20 @@ from io import BytesIO
 
 import lxml.etree
 
+# What a sitemap is served as: XML, a feed, gzipped, plain text.
+SITEMAP_TYPES = frozenset(
+    {
+        "application/xml",
+        "text/xml",
+        "application/rss+xml",
+        "application/atom+xml",
+        "application/rdf+xml",
+        "application/gzip",
+        "application/x-gzip",
+        "text/plain",
+    }
+)
+
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 _CHUNK = 1 << 16
 

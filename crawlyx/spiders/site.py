@@ -36,6 +36,7 @@ from crawlyx.content.documents import (
 from crawlyx.content.encoding import page_text
 from crawlyx.content.notfound import NotFound
 from crawlyx.content.outline import read_outline
+from crawlyx.content.sitemap import SITEMAP_TYPES
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
 from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify, describe
@@ -132,10 +133,11 @@ class SiteSpider(Spider):
         """A page request answered with what crawlyx names from its headers alone (an
         image, an archive, a video) is not downloaded past them: its body would be the
         site's bandwidth spent for nothing. The response goes on without it. Not the
-        start URL's: it may be a sitemap (XML, gzipped) or a feed."""
-        if request.meta.get("crawlyx_anchor"):
+        start URL's when it may be a sitemap or a feed."""
+        ctype = media_type(headers)
+        if request.meta.get("crawlyx_anchor") and ctype in SITEMAP_TYPES:
             return
-        if request.callback == self.parse and told_by_headers(media_type(headers), self.documents):
+        if request.callback == self.parse and told_by_headers(ctype, self.documents):
             self.crawler.stats.inc_value("crawlyx/download/stopped_at_headers")
             raise StopDownload(fail=False)
 
