@@ -74,6 +74,10 @@ class DocsServer(ThreadingHTTPServer):
         with self.lock:
             self.stats.record(raw, key, kind, status, nbytes)
 
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a crawler that hung up
+            super().handle_error(request, client_address)
+
 
 class DocsHandler(SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: every response has a Content-Length
