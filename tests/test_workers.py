@@ -43,6 +43,42 @@ def test_workers_read_pages_at_a_lower_priority():
         workers.close()
 
 
+# A crawl run as the `scrapy` (or `crawlyx`) command: its main module is a script that
+# imports Scrapy.
+SCRIPT_MAIN = """
+import asyncio
+
+import scrapy.cmdline  # noqa: F401
+
+from crawlyx.content.workers import PageWorkers
+from tests.loaded import imported
+
+
+async def main(workers):
+    return await asyncio.gather(workers.run(imported, "scrapy"), workers.run(imported, "lxml"))
+
+
+if __name__ == "__main__":
+    workers = PageWorkers(1, main_content=True, links="inline")
+    try:
+        print(*asyncio.run(main(workers)))
+    finally:
+        workers.close()
+"""
+
+
+def test_workers_of_a_crawl_run_as_a_script_do_without_scrapy(tmp_path):
+    # multiprocessing would run the script again in each worker to rebuild its main
+    # module: all of Scrapy and Twisted, for nothing.
+    script = tmp_path / "crawl_script.py"
+    script.write_text(SCRIPT_MAIN)
+    done = subprocess.run(
+        [sys.executable, str(script)], env=crawl_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True"]  # the page-reading code, and no Scrapy
+
+
 def test_bad_link_style_is_refused():
     with pytest.raises(ValueError, match="CRAWLYX_MARKDOWN_LINKS"):
         PageWorkers(1, main_content=True, links="footnotes")

@@ -33,6 +33,7 @@ import itertools
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -240,10 +241,11 @@ class Pool(ProcessPoolExecutor):
         # forkserver: workers start from a clean interpreter, not a copy of the reactor,
         # its threads and its sockets.
         context = multiprocessing.get_context("forkserver")
-        # Only this module is preloaded: the fork server lives as long as the crawl, and
-        # what it imported would be counted again in its RSS (each worker imports the
-        # page-reading code as it starts, see _start_worker).
-        context.set_forkserver_preload(["crawlyx.content.workers"])
+        # Nothing is preloaded (by default the crawl's main module would be): the fork
+        # server lives as long as the crawl, and what it imported would be counted again
+        # in its RSS (each worker imports this module and the page-reading code as it
+        # starts, see _start_worker).
+        context.set_forkserver_preload([])
         _start_fork_server()
         self.board = Board(context, workers)
         self.killed = False
@@ -253,6 +255,19 @@ class Pool(ProcessPoolExecutor):
             initializer=_start_worker,
             initargs=(os.getpid(), self.board),
         )
+
+    def _spawn_process(self) -> None:
+        # A new process is told the crawl's main module to import again (multiprocessing
+        # rebuilds __main__ in it): run as the `scrapy` or `crawlyx` script, that is all of
+        # Scrapy and Twisted, 27 MB a worker for nothing (a package's __main__, as with
+        # `python -m scrapy`, is skipped). A worker needs nothing of it: it starts without.
+        main = sys.modules["__main__"]
+        path = main.__dict__.pop("__file__", None)
+        try:
+            super()._spawn_process()
+        finally:
+            if path is not None:
+                main.__file__ = path
 
 
 class PageWorkers:

@@ -5,7 +5,7 @@ The watchdog is the server's parent process: it runs the server until the server
 or until no process uses it any longer (they were killed, or crashed, and could not shut
 it down), and then stops it. It is run as ``python -m crawlyx.frontier.watchdog DATA_DIR
 INTERVAL SERVER_COMMAND...`` and imports only the standard library: it costs a bare
-interpreter, about 14 MB.
+interpreter without site-packages, about 11 MB.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def start(data_dir: Path, interval: float, command: list[str]) -> None:
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(entry for entry in (root, os.environ.get("PYTHONPATH")) if entry)
     subprocess.Popen(
-        [sys.executable, "-m", __name__, str(data_dir), str(interval), *command],
+        # -S: no site-packages (3 MB less); this module comes from PYTHONPATH.
+        [sys.executable, "-S", "-m", __name__, str(data_dir), str(interval), *command],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
