@@ -275,11 +275,11 @@ class DocumentSite(Serving):
                 "/private.pdf": (pdf, handbook(), {"X-Robots-Tag": "noindex"}),
                 # 4 MiB that crawlyx stops reading at its headers.
                 "/logo.png": ("image/png", b"\x89PNG\r\n\x1a\n" + bytes(4 << 20), {}),
-                "/bundle.zip": ("application/zip", b"PK\x03\x04" + bytes(64), {}),
+                "/bundle.zip": ("application/zip", b"PK\x03\x04" + bytes(1 << 17), {}),
                 "/data.json": ("application/json", b'{"a": 1}', {}),
                 # A Word document by its name and first bytes: its Content-Type says nothing.
                 "/guide.docx": ("application/octet-stream", guide(), {}),
-                "/sheet.xlsx": (XLSX, b"PK\x03\x04" + bytes(64), {}),
+                "/sheet.xlsx": (XLSX, b"PK\x03\x04" + bytes(1 << 17), {}),
                 # A PDF labelled as a page: read as what it is.
                 "/prices": ("text/html", text_pdf([[(72, 700, 11, PRICES)]]), {}),
             }
@@ -333,8 +333,9 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         assert result.stat("crawlyx/error/unreadable") == "3"
         assert found[f"{base}/sheet.xlsx"][1] == f"{XLSX}: an office document, not a page"
         assert result.stat("crawlyx/error/not_a_page") == "4"
-        # Told by their headers, those four were not downloaded past them.
-        assert result.stat("crawlyx/download/stopped_at_headers") == "4"
+        # Told by their headers, those over 64 KiB were not downloaded past them (a
+        # shorter body comes with its headers: /data.json is read and named).
+        assert result.stat("crawlyx/download/stopped_at_headers") == "3"
         assert int(result.stat("downloader/response_bytes")) < 1 << 20
 
         # With documents off, a PDF is no page either: recorded, not read.
@@ -358,7 +359,8 @@ def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
         )
         assert len(found) == 12  # every link of the home page
         assert off.stat("crawlyx/documents/pdf") is None
-        assert off.stat("crawlyx/download/stopped_at_headers") == "9"  # and the five PDFs
+        # The PDFs, under 64 KiB, came with their headers: only the three big files stopped.
+        assert off.stat("crawlyx/download/stopped_at_headers") == "3"
 
         # A start URL its headers name as no page (and no sitemap) is not downloaded either.
         start = crawl(f"start={base}/logo.png", f"errors={tmp_path / 'errors-start.jsonl'}")

@@ -54,6 +54,9 @@ from crawlyx.urls.normalize import normalize_url
 from crawlyx.urls.scope import Scope
 from crawlyx.urls.traps import HOPS_META, PatternTraps, TrapRules
 
+# Twisted's read size: a body longer than this cannot come with its headers.
+STOP_AT_HEADERS_OVER = 1 << 16
+
 
 class SiteSpider(Spider):
     name = "site"
@@ -133,7 +136,15 @@ class SiteSpider(Spider):
         """A page request answered with what crawlyx names from its headers alone (an
         image, an archive, a video) is not downloaded past them: its body would be the
         site's bandwidth spent for nothing. The response goes on without it. Not the
-        start URL's when it may be a sitemap or a feed."""
+        start URL's when it may be a sitemap or a feed.
+
+        Only a body its headers say is longer than :data:`STOP_AT_HEADERS_OVER` is
+        stopped: a shorter one (or one of no stated length) may have come in the same
+        read as its headers, its connection back in the pool when Scrapy closes it. The
+        next request sent on that connection then gets no answer, and Twisted sends it
+        again: the site sees a page fetched twice."""
+        if not isinstance(body_length, int) or body_length <= STOP_AT_HEADERS_OVER:
+            return
         ctype = media_type(headers)
         if request.meta.get("crawlyx_anchor") and ctype in SITEMAP_TYPES:
             return
