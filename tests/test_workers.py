@@ -67,13 +67,19 @@ if __name__ == "__main__":
 """
 
 
-def test_workers_of_a_crawl_run_as_a_script_do_without_scrapy(tmp_path):
-    # multiprocessing would run the script again in each worker to rebuild its main
-    # module: all of Scrapy and Twisted, for nothing.
-    script = tmp_path / "crawl_script.py"
-    script.write_text(SCRIPT_MAIN)
+@pytest.mark.parametrize("how", [["crawl_script.py"], ["-m", "crawl_script"]])
+def test_workers_of_a_crawl_run_as_a_script_do_without_scrapy(tmp_path, how):
+    # multiprocessing would import the script or module again in each worker to rebuild
+    # its main module (the `scrapy` command's, scrapyd's runner): all of Scrapy and
+    # Twisted, for nothing.
+    (tmp_path / "crawl_script.py").write_text(SCRIPT_MAIN)
     done = subprocess.run(
-        [sys.executable, str(script)], env=crawl_env(), capture_output=True, text=True, timeout=60
+        [sys.executable, *how],
+        cwd=tmp_path,
+        env=crawl_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "True"]  # the page-reading code, and no Scrapy

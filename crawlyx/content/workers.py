@@ -258,14 +258,17 @@ class Pool(ProcessPoolExecutor):
 
     def _spawn_process(self) -> None:
         # A new process is told the crawl's main module to import again (multiprocessing
-        # rebuilds __main__ in it): run as the `scrapy` or `crawlyx` script, that is all of
-        # Scrapy and Twisted, 27 MB a worker for nothing (a package's __main__, as with
-        # `python -m scrapy`, is skipped). A worker needs nothing of it: it starts without.
+        # rebuilds __main__ in it): the `scrapy` or `crawlyx` script, or scrapyd's runner
+        # module, that is all of Scrapy and Twisted, 27 MB a worker for nothing (only a
+        # package's __main__, as with `python -m scrapy`, is skipped). A worker needs
+        # nothing of it: it is started with the main module saying neither.
         main = sys.modules["__main__"]
-        path = main.__dict__.pop("__file__", None)
+        spec, path = getattr(main, "__spec__", None), main.__dict__.pop("__file__", None)
+        main.__spec__ = None
         try:
             super()._spawn_process()
         finally:
+            main.__spec__ = spec
             if path is not None:
                 main.__file__ = path
 
