@@ -1152,17 +1152,22 @@ def _ensure_title(root, title: str | None):
     return wrapper
 
 
-def _page_type(doc) -> str | None:
+def _json_ld(doc) -> list[str]:
+    """The texts of the page's JSON-LD scripts (schema.org markup)."""
+    return [s.text for s in doc.iter("script") if s.get("type") == _JSON_LD and s.text]
+
+
+def _page_type(doc, json_ld: list[str]) -> str | None:
     """What the page's markup says it is: "documentation" (its generator says so),
-    or what schema.org markup or Open Graph says: "discussion" (a forum thread, a
-    question and its answers), "article" (a review of a product is one), "product" (one
-    product); else None."""
+    or what schema.org markup (``json_ld``, see :func:`_json_ld`) or Open Graph says:
+    "discussion" (a forum thread, a question and its answers), "article" (a review of a
+    product is one), "product" (one product); else None."""
     if any(_DOCS_GENERATOR.match(g) for g in attribute_values(doc, "meta", "content", *_GENERATOR)):
         return "documentation"
     if any(_SPHINX_SCRIPT in src for src in attribute_values(doc, "script", "src")):
         return "documentation"  # Sphinx names itself in no meta tag; every theme loads it
     og = {t.strip().lower() for t in attribute_values(doc, "meta", "content", *_OG_TYPE)}
-    markup = " ".join(s.text or "" for s in doc.iter("script") if s.get("type") == _JSON_LD)
+    markup = " ".join(json_ld)
     if _DISCUSSION_LD.search(markup):
         return "discussion"
     if "article" in og or _ARTICLE_LD.search(markup):
@@ -1185,8 +1190,9 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     body = doc.find("body")
     title = page_title(doc)
     base = doc.find(".//base[@href]")
-    page_type = _page_type(doc)
-    story = _story_data(doc) if page_type == "article" else None
+    json_ld = _json_ld(doc)
+    page_type = _page_type(doc, json_ld)
+    story = _story_data(json_ld) if page_type == "article" else None
     stats = _prune(body, page_type) or _measure(body)
     root = _listing(body, stats, _container(body, stats))
     _drop_teasers(root, stats, url)
@@ -1208,13 +1214,13 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     return drop_trailing_headings(markdown)
 
 
-def _story_data(doc) -> str | None:
-    """The ``articleBody`` of the page's JSON-LD, a story's text as its publisher gives it
-    to search engines; None unless there is one (a page of several stories is a listing)."""
+def _story_data(json_ld: list[str]) -> str | None:
+    """The ``articleBody`` of the page's JSON-LD (see :func:`_json_ld`), a story's text as
+    its publisher gives it to search engines; None unless there is one (a page of several
+    stories is a listing)."""
     found = set()
-    for script in doc.iter("script"):
-        text = script.text
-        if script.get("type") != _JSON_LD or not text or '"articleBody"' not in text:
+    for text in json_ld:
+        if '"articleBody"' not in text:
             continue
         try:
             stack = [json.loads(text, strict=False)]
