@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import os
 import signal
@@ -39,6 +40,24 @@ def test_workers_read_pages_at_a_lower_priority():
         )
         nice = workers.pool.submit(_priority).result(timeout=30)
         assert nice >= min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+    finally:
+        workers.close()
+
+
+def _settled() -> tuple[int, int]:
+    from crawlyx.content import workers
+
+    return gc.get_freeze_count(), workers._trimmed_at[0]
+
+
+def test_a_worker_starts_with_its_imports_out_of_the_collectors_sight():
+    """What a worker imported is frozen (a full collection does not walk it), and its
+    size then is where its growth counts from: its first page gives nothing back."""
+    workers = PageWorkers(1, main_content=True, links="inline")
+    try:
+        frozen, base = workers.pool.submit(_settled).result(timeout=30)
+        assert frozen > 10_000  # lxml's, numpy's and the reader's objects
+        assert base > 20 << 20  # an interpreter with them: tens of MiB
     finally:
         workers.close()
 
