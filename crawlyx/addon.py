@@ -73,6 +73,7 @@ COMPONENTS = {
     "EXTENSIONS": {
         "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it
         "scrapy.extensions.telnet.TelnetConsole": None,
+        "crawlyx.extensions.collector.Collector": 490,
         "crawlyx.extensions.progress.Progress": 500,
         "crawlyx.extensions.breadth.Breadth": 510,
         "crawlyx.extensions.demand.Demand": 515,
