@@ -20,6 +20,7 @@ from crawlyx.graph.model import Node
 from crawlyx.graph.recorder import GraphRecorder
 from crawlyx.graph.store import GraphStore, Record
 from crawlyx.parts import crawl_parts
+from crawlyx.urls.normalize import normalize_url
 from tests.conftest import crawl_command, crawl_env, free_port, read_items
 from tests.site import QuietHandler, Serving, SiteServer
 
@@ -209,6 +210,21 @@ def test_links_carry_their_first_anchor_text():
     assert set(data["links"]) == {B + p for p in ("/a", "/logo", "/area", "/long", "/bare")}
     assert "neardup" not in data  # only when the graph asks for it
     assert len(analyze(html, B + "/p", B, neardup=True)["neardup"]) == 684  # 512 bytes, base64
+
+
+def test_a_pages_links_are_the_same_whichever_page_of_its_folder_came_before():
+    """Links are resolved once per folder of the site: the same href on a page elsewhere
+    (or, for a bare query, on another page of the folder) still goes where it says."""
+    hrefs = ["x.html", "../up.html", "/root", "?page=2", " ?q", "\x01?c", "//other.example/o",
+             B + "/abs", "sub/./y/../z", "#top"]  # fmt: skip
+    html = "<html><body>" + "".join(f'<a href="{h}">{i}</a>' for i, h in enumerate(hrefs))
+    pages = [B + "/docs/a/one.html", B + "/docs/a/two.html?v=1", B + "/docs/b/three.html"]
+    read = [set(analyze(html, url, B)["links"]) for url in pages * 2]
+    for url, links in zip(pages * 2, read, strict=True):
+        expected = {normalize_url(h.strip(), url) for h in hrefs if not h.startswith(("/", "#"))}
+        assert links == {*expected, B + "/root"}
+        assert B + "/docs/a/two.html?page=2" in read[1]
+    assert read[0] != read[1] != read[2]  # the folder, and for a bare query the page
 
 
 # -- crawls ------------------------------------------------------------------------------

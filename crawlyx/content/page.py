@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 from base64 import b64encode
+from functools import lru_cache
 from hashlib import blake2b
 from urllib.parse import urljoin
+
+import ada_url
 
 from crawlyx.content.extract import attribute_values, document_markdown, parse_document
 from crawlyx.frontier.fingerprint import normalized_fingerprint
@@ -197,7 +200,7 @@ def _links(
     if scope is None:
         return found, anchors, 0
     prefix = scope + "/"
-    resolved: dict[str, str | None] = {}  # href -> link: navigation repeats its hrefs
+    folder = _folder(base) or base
     elements = doc.iter("a", "area")
     for element in elements:
         href = element.get("href")
@@ -205,18 +208,46 @@ def _links(
             continue
         if most is not None and len(found) >= most:
             return found, anchors, 1 + sum(e.get("href") is not None for e in elements)
-        if href not in resolved:
-            resolved[href] = _resolve(href, base, prefix)
-        link = resolved[href]
-        if link is None:
+        key = (href, base if _BARE_QUERY.match(href) else folder, prefix)
+        target = _TARGETS.get(key, _UNSEEN)
+        if target is _UNSEEN:
+            if len(_TARGETS) >= LINKS_REMEMBERED:
+                _TARGETS.clear()
+            link = _resolve(href, base, prefix)
+            if link is not None:
+                target = (link, fetch_form(link, href.strip()), normalized_fingerprint(link))
+            else:
+                target = None
+            _TARGETS[key] = target
+        if target is None:
             continue
+        link = target[0]
         if link not in found:
-            found[link] = (fetch_form(link, href.strip()), normalized_fingerprint(link))
+            found[link] = target[1:]
         if link not in anchors:
             text = anchor_text(element)
             if text:
                 anchors[link] = text
     return found, anchors, 0
+
+
+# Navigation repeats its links on every page of a site, and an href resolves against the
+# page's folder alone (but a bare query, "?page=2", which resolves against the page): a
+# worker resolves each once for all the pages of a folder, the last LINKS_REMEMBERED of
+# them (a Javadoc page reads its links in 0.5 ms instead of 0.7 to 1).
+LINKS_REMEMBERED = 4096
+_TARGETS: dict[tuple[str, str, str], tuple[str, str, str] | None] = {}
+_UNSEEN = object()
+_BARE_QUERY = re.compile(r"[\x00-\x20\s]*\?")  # after what the URL parser strips
+
+
+@lru_cache(maxsize=64)
+def _folder(base: str) -> str | None:
+    """``base`` without its last path segment, query and fragment (None if not a URL)."""
+    try:
+        return ada_url.join_url(base, ".")
+    except ValueError:
+        return None
 
 
 def _resolve(href: str, base: str, prefix: str) -> str | None:
