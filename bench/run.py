@@ -202,10 +202,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             if args.rss:
-                rows = [
-                    crawl("crawlyx", base, work / f"rss-{n}.jsonl", n, work)
-                    for n in (2000, args.pages)
-                ]
+                # Each crawl in a directory of its own, as two users' would be: the second
+                # one's embedded Redis without the first one's job.
+                rows = []
+                for n in (2000, args.pages):
+                    own = work / f"rss-{n}"
+                    own.mkdir()
+                    rows.append(crawl("crawlyx", base, own / "pages.jsonl", n, own))
                 for row in rows:
                     row["name"] = f"crawlyx@{row['pages']}"
                 print_rows(rows)
