@@ -211,14 +211,7 @@ def _links(
         key = (href, base if _BARE_QUERY.match(href) else folder, prefix)
         target = _TARGETS.get(key, _UNSEEN)
         if target is _UNSEEN:
-            if len(_TARGETS) >= LINKS_REMEMBERED:
-                _TARGETS.clear()
-            link = _resolve(href, base, prefix)
-            if link is not None:
-                target = (link, fetch_form(link, href.strip()), normalized_fingerprint(link))
-            else:
-                target = None
-            _TARGETS[key] = target
+            target = _TARGETS[key] = _target(href, base, prefix)
         if target is None:
             continue
         link = target[0]
@@ -239,6 +232,16 @@ LINKS_REMEMBERED = 4096
 _TARGETS: dict[tuple[str, str, str], tuple[str, str, str] | None] = {}
 _UNSEEN = object()
 _BARE_QUERY = re.compile(r"[\x00-\x20\s]*\?")  # after what the URL parser strips
+
+
+def _target(href: str, base: str, prefix: str) -> tuple[str, str, str] | None:
+    """(normalized link, URL to fetch, fingerprint) of ``href`` (see :func:`_resolve`)."""
+    if len(_TARGETS) >= LINKS_REMEMBERED:
+        _TARGETS.clear()
+    link = _resolve(href, base, prefix)
+    if link is None:
+        return None
+    return link, fetch_form(link, href.strip()), normalized_fingerprint(link)
 
 
 @lru_cache(maxsize=64)
