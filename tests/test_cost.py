@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 BUSY = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass"
 
-# Runs a command as a subreaper: the command's orphaned descendants (page workers whose
-# fork server outlives the crawl) are its children then, and it waits for every one of
+# Runs a command as a subreaper: the command's orphaned descendants (page workers that
+# outlive the crawl by a moment) are its children then, and it waits for every one of
 # them; its children's CPU account is then the whole tree's, as the system counted it.
 REAPER = """
 import ctypes, json, os, resource, subprocess, sys

@@ -209,14 +209,9 @@ def test_two_poison_pages_take_no_innocent_page_with_them():
 
 
 def _page_workers(crawl_pid: int) -> list[psutil.Process]:
-    """The crawl's page workers: the children of its fork server."""
+    """The crawl's page workers: the children it spawned with multiprocessing."""
     crawl = psutil.Process(crawl_pid)
-    servers = {
-        child.pid
-        for child in crawl.children()
-        if "multiprocessing.forkserver" in " ".join(child.cmdline())
-    }
-    return [child for child in crawl.children(recursive=True) if child.ppid() in servers]
+    return [c for c in crawl.children() if "multiprocessing.spawn" in " ".join(c.cmdline())]
 
 
 def test_a_killed_worker_loses_no_page(tmp_path, redis_url):

@@ -39,7 +39,6 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
-from multiprocessing import forkserver
 
 from crawlyx.content import LINK_STYLES
 from crawlyx.content.sitemap import read_sitemap
@@ -122,7 +121,7 @@ def _start_worker(crawl_pid: int, board: Board | None = None) -> None:
 
 def _exit_with(crawl_pid: int) -> None:
     """A crawl process killed outright cannot stop its workers (nor they, waiting on the
-    pool's queue, notice): they stop themselves, and the fork server follows."""
+    pool's queue, notice): they stop themselves."""
     while running(crawl_pid):
         time.sleep(1.0)
     os._exit(0)
@@ -225,35 +224,15 @@ class WorkerDied(Exception):
 POISON_DEATHS = 2
 
 
-def _start_fork_server() -> None:
-    """Start the fork server with Ctrl-C ignored (a terminal sends it to the whole
-    process group): a Python process whose parent ignored SIGINT leaves it ignored, so
-    the server is deaf to it while it imports, and so are the workers it forks. The crawl
-    process ignores it only while the server is spawned (a few milliseconds), from the
-    main thread, where signals are handled."""
-    if threading.current_thread() is not threading.main_thread():
-        return  # started with the first worker; each worker ignores it as it starts
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 class Pool(ProcessPoolExecutor):
     """A pool of workers with their :class:`Board`; ``killed`` once a worker of it was
     killed for running past its budget."""
 
     def __init__(self, workers: int):
-        # forkserver: workers start from a clean interpreter, not a copy of the reactor,
-        # its threads and its sockets.
-        context = multiprocessing.get_context("forkserver")
-        # Nothing is preloaded (by default the crawl's main module would be): the fork
-        # server lives as long as the crawl, and what it imported would be counted again
-        # in its RSS (each worker imports this module and the page-reading code as it
-        # starts, see _start_worker).
-        context.set_forkserver_preload([])
-        _start_fork_server()
+        # spawn: workers start from a clean interpreter, not a copy of the reactor, its
+        # threads and its sockets. Not from a fork server: that is one more process for
+        # the crawl's length (15 MB), to save each worker the interpreter's start.
+        context = multiprocessing.get_context("spawn")
         self.board = Board(context, workers)
         self.killed = False
         super().__init__(
@@ -269,12 +248,23 @@ class Pool(ProcessPoolExecutor):
         # module, that is all of Scrapy and Twisted, 27 MB a worker for nothing (only a
         # package's __main__, as with `python -m scrapy`, is skipped). A worker needs
         # nothing of it: it is started with the main module saying neither.
+        #
+        # And a terminal's Ctrl-C reaches the whole process group: the crawl process
+        # pauses the crawl, and a worker should not die of it. A process whose parent
+        # ignored SIGINT starts with it ignored, so a worker is deaf to it while it
+        # imports (it ignores it itself once started): the crawl process ignores it
+        # while it spawns one (a few milliseconds), from the main thread, where signals
+        # are handled.
         main = sys.modules["__main__"]
         spec, path = getattr(main, "__spec__", None), main.__dict__.pop("__file__", None)
         main.__spec__ = None
+        deaf = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if deaf else None
         try:
             super()._spawn_process()
         finally:
+            if deaf:
+                signal.signal(signal.SIGINT, previous)
             main.__spec__ = spec
             if path is not None:
                 main.__file__ = path
@@ -467,16 +457,11 @@ class PageWorkers:
             self.crawler.stats.inc_value(key)
 
     def warm_up(self) -> None:
-        """Start the workers now, before the first page is there to read, from a thread:
-        starting them waits for the fork server to import the page-reading code."""
-        threading.Thread(
-            target=self._start_workers, args=(self.pool,), name="crawlyx-warm-up", daemon=True
-        ).start()
-
-    def _start_workers(self, pool: Pool) -> None:
+        """Start the workers now, before the first page is there to read: they import
+        the page-reading code while the crawl starts."""
         try:
             for _ in range(self.workers):
-                pool.submit(_started)
+                self.pool.submit(_started)
         except RuntimeError:  # the crawl ended first: the pool is shut down
             pass
 

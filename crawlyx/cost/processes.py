@@ -1,7 +1,7 @@
 """CPU time and memory of a crawl's processes, by component.
 
-A crawl is a process tree: the crawl process itself, its page workers (a fork server
-and the workers it forks, see crawlyx/content/workers.py), the browser (the Playwright
+A crawl is a process tree: the crawl process itself, its page workers (and
+multiprocessing's resource tracker, see crawlyx/content/workers.py), the browser (the Playwright
 driver, the Chromium it launches and Chromium's own processes, crawlyx/render/browser.py)
 and, when crawlyx started it, the embedded Redis (its watchdog and the server,
 crawlyx/frontier/watchdog.py). Each child of the crawl process is put in a component by
@@ -33,7 +33,7 @@ def component_of(process: psutil.Process) -> str:
         command = " ".join(process.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return "crawl"
-    if "multiprocessing" in command:  # the fork server and its workers, the resource tracker
+    if "multiprocessing" in command:  # the page workers, the resource tracker
         return "workers"
     if "playwright" in command or "chrom" in command:
         return "browser"
