@@ -145,11 +145,7 @@ def worker(bench: Bench, reference: set[str], kills: int, span: float, rng) -> d
     killed = 0
     for moment in sorted(rng.uniform(0.0, span) for _ in range(kills)):
         time.sleep(max(0.0, moment - (time.monotonic() - reading)))
-        victims = [
-            child
-            for child in _children(crawl)
-            if child.ppid() != proc.pid  # the fork server's children: the workers
-        ]
+        victims = [child for child in _children(crawl) if _is_worker(child)]
         if proc.poll() is not None:
             break
         if victims:
@@ -159,6 +155,13 @@ def worker(bench: Bench, reference: set[str], kills: int, span: float, rng) -> d
     result = row(f"kill -9 worker x{killed}", reference, [out], bench.base, [code], 0)
     result["wall"] = time.monotonic() - started
     return result
+
+
+def _is_worker(process: psutil.Process) -> bool:
+    try:
+        return "multiprocessing.spawn" in " ".join(process.cmdline())
+    except psutil.Error:  # gone meanwhile
+        return False
 
 
 def _children(process: psutil.Process) -> list[psutil.Process]:
