@@ -1,11 +1,11 @@
 """CPU time and memory of a crawl's processes, by component.
 
-A crawl is a process tree: the crawl process itself, its page workers (and
-multiprocessing's resource tracker, see crawlyx/content/workers.py), the browser (the Playwright
-driver, the Chromium it launches and Chromium's own processes, crawlyx/render/browser.py)
-and, when crawlyx started it, the embedded Redis (its watchdog and the server,
-crawlyx/frontier/watchdog.py). Each child of the crawl process is put in a component by
-what it runs, and everything below it goes with it.
+A crawl is a process tree: the crawl process itself, its page workers (with
+multiprocessing's resource tracker, see crawlyx/content/workers.py), the browser (the
+Playwright driver, the Chromium it launches and Chromium's own processes,
+crawlyx/render/browser.py) and, when crawlyx started it, the embedded Redis (its watchdog
+and the server, crawlyx/frontier/watchdog.py). Each child of the crawl process is put in
+a component by what it runs, and everything below it goes with it.
 
 A process's CPU time is read from the system: its own (user + system seconds) and that of
 its children it waited for, which the system adds to its account as they end. So a
