@@ -37,6 +37,13 @@ def test_words_are_split_on_any_whitespace_as_text_is():
     assert signature("alpha beta gamma delta é") != spaced
 
 
+def test_case_and_digits_do_not_tell_pages_apart():
+    # Pages alike but for a counter or a date are alike, in ASCII text or not.
+    assert signature("Page 12 of 3456 Next") == signature("page 90 of 1000 next")
+    assert signature("Seite 12 von 34 Über") == signature("seite 00 von 00 über")
+    assert signature("Page 12 of 3456 Next") != signature("Page 12 of 3456 Back")
+
+
 def test_every_near_duplicate_pair_is_found_and_no_other():
     from crawlyx.graph.duplicates import near_duplicates
 

@@ -16,7 +16,6 @@ page, a tenth of reading it).
 
 from __future__ import annotations
 
-import re
 import struct
 import zlib
 
@@ -27,7 +26,12 @@ _PACK = struct.Struct(f"<{BINS}Q")
 _K1, _K2, _K3 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B1
 _M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 _S = 33
-_SEPARATORS = re.compile(r"[\x1c-\x1f]")  # whitespace to str.split(), not to bytes.split()
+# ASCII lowercased and digits masked; the four separators str.split() counts as whitespace
+# and bytes.split() does not made spaces.
+_ASCII_WORDS = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ123456789\x1c\x1d\x1e\x1f",
+    b"abcdefghijklmnopqrstuvwxyz000000000    ",
+)
 
 
 def signature(text: str) -> bytes:
@@ -37,14 +41,14 @@ def signature(text: str) -> bytes:
     import numpy as np
 
     k1, k2, k3, m1, m2, s = map(np.uint64, (_K1, _K2, _K3, _M1, _M2, _S))
-    text = text.lower()
-    for digit in "123456789":  # str.translate is eight times slower
-        text = text.replace(digit, "0")
-    # Split as str.split() does. An ASCII text without the four separators only it
-    # counts as whitespace splits the same as bytes, at a third of the cost.
-    if text.isascii() and _SEPARATORS.search(text) is None:
-        words = text.encode().split()
+    if text.isascii():
+        # Lowercased, digits masked, and split as str.split() does, in one pass over
+        # bytes (at a third of the cost of the str methods).
+        words = text.encode().translate(_ASCII_WORDS).split()
     else:
+        text = text.lower()
+        for digit in "123456789":  # str.translate is eight times slower
+            text = text.replace(digit, "0")
         words = list(map(str.encode, text.split()))
     if not words:
         return _PACK.pack(*[_EMPTY] * BINS)  # no words: every such page is alike
