@@ -216,7 +216,8 @@ def test_a_pages_links_are_the_same_whichever_page_of_its_folder_came_before():
     """Links are resolved once per folder of the site: the same href on a page elsewhere
     (or, for a bare query, on another page of the folder) still goes where it says."""
     hrefs = ["x.html", "../up.html", "/root", "?page=2", " ?q", "\x01?c", "//other.example/o",
-             B + "/abs", "sub/./y/../z", "#top"]  # fmt: skip
+             B + "/abs", "sub/./y/../z", "#top", "x.html?utm_medium=one", "/root?fbclid=2#f",
+             "?utm_source=nav&page=3", "sub/?gclid=4&b=1&utm_term=t"]  # fmt: skip
     html = "<html><body>" + "".join(f'<a href="{h}">{i}</a>' for i, h in enumerate(hrefs))
     pages = [B + "/docs/a/one.html", B + "/docs/a/two.html?v=1", B + "/docs/b/three.html"]
     read = [set(analyze(html, url, B)["links"]) for url in pages * 2]
@@ -224,6 +225,8 @@ def test_a_pages_links_are_the_same_whichever_page_of_its_folder_came_before():
         expected = {normalize_url(h.strip(), url) for h in hrefs if not h.startswith(("/", "#"))}
         assert links == {*expected, B + "/root"}
     assert B + "/docs/a/two.html?page=2" in read[1]
+    assert B + "/docs/a/two.html?page=3" in read[1]
+    assert B + "/docs/a/one.html?page=3" in read[0]
     assert read[0] != read[1] != read[2]  # the folder, and for a bare query the page
 
 

@@ -19,7 +19,7 @@ import ada_url
 from crawlyx.content.extract import attribute_values, document_markdown, parse_document
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.graph.neardup import signature
-from crawlyx.urls.normalize import fetch_form, normalize_url
+from crawlyx.urls.normalize import fetch_form, normalize_url, untracked_query
 from crawlyx.urls.traps import content_signature, url_pattern
 
 _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:", "#")
@@ -211,7 +211,7 @@ def _links(
         key = (href, base if _BARE_QUERY.match(href) else folder, prefix)
         target = _TARGETS.get(key, _UNSEEN)
         if target is _UNSEEN:
-            target = _TARGETS[key] = _target(href, base, prefix)
+            target = _TARGETS[key] = _target(key, base)
         if target is None:
             continue
         link = target[0]
@@ -227,21 +227,45 @@ def _links(
 # Navigation repeats its links on every page of a site, and an href resolves against the
 # page's folder alone (but a bare query, "?page=2", which resolves against the page): a
 # worker resolves each once for all the pages of a folder, the last LINKS_REMEMBERED of
-# them (a Javadoc page reads its links in 0.5 ms instead of 0.7 to 1).
+# them (a Javadoc page reads its links in 0.5 ms instead of 0.7 to 1). Keyed by (href,
+# the folder or the page, the scope's prefix).
 LINKS_REMEMBERED = 4096
 _TARGETS: dict[tuple[str, str, str], tuple[str, str, str] | None] = {}
 _UNSEEN = object()
 _BARE_QUERY = re.compile(r"[\x00-\x20\s]*\?")  # after what the URL parser strips
 
 
-def _target(href: str, base: str, prefix: str) -> tuple[str, str, str] | None:
-    """(normalized link, URL to fetch, fingerprint) of ``href`` (see :func:`_resolve`)."""
+def _target(key: tuple[str, str, str], base: str) -> tuple[str, str, str] | None:
+    """(normalized link, URL to fetch, fingerprint) of the href of ``key`` (see
+    :func:`_resolve`). Links that differ by their tracking parameters alone (navigation
+    tagged with the page it is on: "?utm_medium=page7") are one link: resolved once, as
+    the href without them."""
     if len(_TARGETS) >= LINKS_REMEMBERED:
         _TARGETS.clear()
+    href, _, prefix = key
+    untracked = _untracked(href)
+    if untracked is not href:
+        key = (untracked, *key[1:])
+        target = _TARGETS.get(key, _UNSEEN)
+        if target is _UNSEEN:
+            target = _TARGETS[key] = _target(key, base)
+        return target
     link = _resolve(href, base, prefix)
     if link is None:
         return None
     return link, fetch_form(link, href.strip()), normalized_fingerprint(link)
+
+
+def _untracked(href: str) -> str:
+    """``href`` without the tracking parameters of its query (those normalize_url strips;
+    the parameters kept, the path and the fragment as written, so every href it stands
+    for resolves to one link); ``href`` itself if it has none."""
+    rest, mark, fragment = href.partition("#")
+    path, question, query = rest.partition("?")
+    if not question:
+        return href
+    kept = untracked_query(query)
+    return href if kept is query else f"{path}?{kept}{mark}{fragment}"
 
 
 @lru_cache(maxsize=64)

@@ -275,6 +275,15 @@ def strip_tracking_params(parts: SplitResult) -> SplitResult:
     scheme, netloc, path, query, fragment = parts
     if not query:
         return parts
+    kept = untracked_query(query)
+    if kept is query:
+        return parts
+    return _new(SplitResult, (scheme, netloc, path, kept, fragment))
+
+
+def untracked_query(query: str) -> str:
+    """``query`` without its tracking parameters (see :func:`strip_tracking_params`):
+    ``query`` itself when it has none."""
     if "%" not in query:
         # Cheap screen (false positives only): no tracking name among the lowercased pieces.
         lowered = query.lower()
@@ -283,7 +292,7 @@ def strip_tracking_params(parts: SplitResult) -> SplitResult:
                 break
         else:
             if TRACKING_PARAMS.isdisjoint(lowered.replace("=", "&").split("&")):
-                return parts
+                return query
     params = query.split("&")
     kept = []
     for param in params:
@@ -295,8 +304,8 @@ def strip_tracking_params(parts: SplitResult) -> SplitResult:
         if name not in TRACKING_PARAMS and not name.startswith(TRACKING_PREFIXES):
             kept.append(param)
     if len(kept) == len(params):
-        return parts
-    return _new(SplitResult, (scheme, netloc, path, "&".join(kept), fragment))
+        return query
+    return "&".join(kept)
 
 
 def strip_session_ids(parts: SplitResult) -> SplitResult:
