@@ -419,16 +419,17 @@ def _inside(el, tags):
 def _measure(root) -> dict:
     """(words, words inside links) of every element under ``root``, in one pass."""
     stats: dict = {}
+    # Most texts between elements are the markup's indentation: no words, no call.
     for el in reversed(list(root.iter())):
         tag = el.tag
         if not isinstance(tag, str):
             continue
         text = el.text
-        words = _words(text) if text else 0
+        words = _words(text) if text and not text.isspace() else 0
         links = 0
         for child in el:
             tail = child.tail
-            if tail:
+            if tail and not tail.isspace():
                 words += _words(tail)
             if isinstance(child.tag, str):
                 child_words, child_links = stats[child]
