@@ -26,8 +26,8 @@ _PACK = struct.Struct(f"<{BINS}Q")
 _K1, _K2, _K3 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B1
 _M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 _S = 33
-# ASCII lowercased and digits masked; the four separators str.split() counts as whitespace
-# and bytes.split() does not made spaces.
+# ASCII letters lowercased, digits masked, and the four separators that str.split() counts
+# as whitespace (bytes.split() does not) made spaces.
 _ASCII_WORDS = bytes.maketrans(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZ123456789\x1c\x1d\x1e\x1f",
     b"abcdefghijklmnopqrstuvwxyz000000000    ",
