@@ -208,10 +208,7 @@ def _links(
             continue
         if most is not None and len(found) >= most:
             return found, anchors, 1 + sum(e.get("href") is not None for e in elements)
-        key = (href, base if _BARE_QUERY.match(href) else folder, prefix)
-        target = _TARGETS.get(key, _UNSEEN)
-        if target is _UNSEEN:
-            target = _TARGETS[key] = _target(key, base)
+        target = _cached((href, base if _BARE_QUERY.match(href) else folder, prefix), base)
         if target is None:
             continue
         link = target[0]
@@ -235,6 +232,14 @@ _UNSEEN = object()
 _BARE_QUERY = re.compile(r"[\x00-\x20\s]*\?")  # after what the URL parser strips
 
 
+def _cached(key: tuple[str, str, str], base: str) -> tuple[str, str, str] | None:
+    """:func:`_target` of ``key``, remembered."""
+    target = _TARGETS.get(key, _UNSEEN)
+    if target is _UNSEEN:
+        target = _TARGETS[key] = _target(key, base)
+    return target
+
+
 def _target(key: tuple[str, str, str], base: str) -> tuple[str, str, str] | None:
     """(normalized link, URL to fetch, fingerprint) of the href of ``key`` (see
     :func:`_resolve`). Links that differ by their tracking parameters alone (navigation
@@ -245,11 +250,7 @@ def _target(key: tuple[str, str, str], base: str) -> tuple[str, str, str] | None
     href, _, prefix = key
     untracked = _untracked(href)
     if untracked is not href:
-        key = (untracked, *key[1:])
-        target = _TARGETS.get(key, _UNSEEN)
-        if target is _UNSEEN:
-            target = _TARGETS[key] = _target(key, base)
-        return target
+        return _cached((untracked, *key[1:]), base)
     link = _resolve(href, base, prefix)
     if link is None:
         return None
