@@ -169,11 +169,7 @@ def read_page(page: str, url: str, scope: str | None, **options) -> dict:
         return analyze(page, url, scope, **options)
     finally:
         gc.enable()
-        if _board is not None:
-            _board.stop()  # the read is over: giving memory back is not the page's time
-        if len(page) > TRIM_BYTES or _rss() > _trimmed_at[0] + TRIM_GROWTH:
-            _give_back_memory()
-            _trimmed_at[0] = _rss()
+        _read_over(len(page))
 
 
 def read_document(kind: str, body: bytes | str, url: str, scope: str | None, neardup: bool) -> dict:
@@ -184,11 +180,17 @@ def read_document(kind: str, body: bytes | str, url: str, scope: str | None, nea
     try:
         return read(kind, body, url, scope, neardup)
     finally:
-        if _board is not None:
-            _board.stop()
-        if len(body) > TRIM_BYTES or _rss() > _trimmed_at[0] + TRIM_GROWTH:
-            _give_back_memory()
-            _trimmed_at[0] = _rss()
+        _read_over(len(body))
+
+
+def _read_over(size: int) -> None:
+    """After a read of ``size`` characters or bytes: off the board (giving memory back is
+    not the read's time), and memory given back past TRIM_BYTES or TRIM_GROWTH."""
+    if _board is not None:
+        _board.stop()
+    if size > TRIM_BYTES or _rss() > _trimmed_at[0] + TRIM_GROWTH:
+        _give_back_memory()
+        _trimmed_at[0] = _rss()
 
 
 def _rss() -> int:
