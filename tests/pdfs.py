@@ -53,6 +53,73 @@ def print_to_pdf(
         return out.read_bytes()
 
 
+# -- printed once, kept in tests/data/printed/<Chromium build>/ ---------------------------
+# How a browser lays a page out in PDF changes from build to build (where a line breaks,
+# how wide a space is, which glyphs stand apart), so the tests read PDFs printed once by
+# each build that matters, never the machine's own Chromium: `python -m tests.pdfs
+# /usr/lib/chromium/chromium` adds the installed build's.
+
+PRINTED = Path(__file__).parent / "data" / "printed"
+PRINTED_BUILDS = sorted(path.name for path in PRINTED.iterdir() if path.is_dir())
+# The base the manual's link was printed with: as long as the base of any test server (a
+# port from the kernel's ephemeral range), so that serving the PDF from one moves the link.
+PRINTED_BASE = "http://127.0.0.1:65432"
+
+MANUAL = """<!doctype html><html lang="en"><head><title>Widget Manual</title><style>
+body {{ font: 12pt serif; margin: 0 }}
+.running {{ position: fixed; top: 0; left: 0; font: 9pt sans-serif }}
+main {{ padding-top: 2em }}
+section + section {{ break-before: page }}
+td, th {{ border: 1px solid #999; padding: 3px }}
+</style></head><body>
+<div class="running">ACME CONFIDENTIAL handbook</div>
+<main>
+<section><h1>Widget Manual</h1>
+<p>This manual explains how the widget works and how to keep it running for years. It has
+several sections, each with a heading of its own, and a table of the parts with prices.</p>
+<h2>Installing the widget</h2>
+<p>Unpack the widget carefully. The widget needs a flat surface and a power outlet close
+by; an extension cord will do if the outlet is far. Never install it near water.</p>
+<ul><li>Keep the box</li><li>Read the <a href="{base}/parts">parts list</a> first</li></ul>
+</section>
+<section><h2>Parts and prices</h2>
+<table><tr><th>Part</th><th>Price</th><th>Weight</th></tr>
+<tr><td>Gear wheel</td><td>12.50</td><td>40 g</td></tr>
+<tr><td>Spring, large and very strong</td><td>3.20</td><td>5 g</td></tr></table>
+<h3>Starting it</h3>
+<pre>widget --start
+  --verbose</pre>
+</section>
+<section><h2>Care</h2><p>Dust the widget once a week with a dry cloth.</p></section>
+</main></body></html>"""
+
+LETTERS = """<html><body style="font: 12pt serif">
+<p>Press <span style="letter-spacing: 0.2em; font-size: 10pt">COPY</span> to copy it,
+a b c and d.</p><p>Jump to: &nbsp; A &nbsp; C &nbsp; F &nbsp; V</p>
+<p style="word-spacing: -0.12em">Set close, x y z and w stay apart.</p></body></html>"""
+
+
+def printed(build: str, name: str, base: str = PRINTED_BASE) -> bytes:
+    """The PDF ``name`` as ``build`` printed it, its link moved to ``base``."""
+    body = (PRINTED / build / name).read_bytes()
+    if base == PRINTED_BASE:
+        return body
+    assert len(base) == len(PRINTED_BASE), f"{base}: not the length of {PRINTED_BASE}"
+    return body.replace(PRINTED_BASE.encode(), base.encode())
+
+
+def print_all(chromium: str) -> Path:
+    """Print the documents with ``chromium`` into the folder named after its version."""
+    version = subprocess.run([chromium, "--version"], capture_output=True, text=True).stdout
+    folder = PRINTED / version.split()[1]
+    folder.mkdir(parents=True, exist_ok=True)
+    manual = MANUAL.format(base=PRINTED_BASE)
+    (folder / "manual.pdf").write_bytes(print_to_pdf(chromium, manual))
+    (folder / "manual-untagged.pdf").write_bytes(print_to_pdf(chromium, manual, tagged=False))
+    (folder / "letters.pdf").write_bytes(print_to_pdf(chromium, LETTERS, header_footer=False))
+    return folder
+
+
 # -- written by hand ---------------------------------------------------------------------
 
 FONTS = {"F1": "Helvetica", "F2": "Helvetica-Bold", "F3": "Courier"}
@@ -81,8 +148,12 @@ def _assemble(objects: list[bytes], trailer: bytes = b"") -> bytes:
 
 
 def text_pdf(pages: list[list[tuple]], title: str | None = None, trailer: bytes = b"") -> bytes:
-    """An untagged PDF: each page a list of (x, y, size, text[, font]) lines, y from the
-    bottom of a Letter page; font F1 Helvetica, F2 Helvetica-Bold, F3 Courier."""
+    """An untagged PDF: each page a list of (x, y, size, text[, font[, letter gap[, word
+    spacing]]]) lines, y from the bottom of a Letter page; font F1 Helvetica, F2
+    Helvetica-Bold, F3 Courier. A letter gap (thousandths of the font size) places each
+    character apart, as browsers print CSS letter-spacing, and leaves the text's spaces
+    undrawn, gaps of a third of the size, as TeX sets words; word spacing, in points, is
+    added to every space drawn (PDF's Tw; negative sets words closer)."""
     fonts = b" ".join(
         b"/%s << /Type /Font /Subtype /Type1 /BaseFont /%s /Encoding /WinAnsiEncoding >>"
         % (name.encode(), base.encode())
@@ -92,9 +163,20 @@ def text_pdf(pages: list[list[tuple]], title: str | None = None, trailer: bytes 
     kids = []
     for lines in pages:
         stream = bytearray()
-        for x, y, size, text, *font in lines:
-            name = (font[0] if font else "F1").encode()
-            stream += b"BT /%s %d Tf %d %d Td (%s) Tj ET\n" % (name, size, x, y, _escape(text))
+        for x, y, size, text, *style in lines:
+            font, letters, words = (*style, *("F1", 0, 0)[len(style) :])
+            shown = b"(%s) Tj" % _escape(text)
+            if letters:
+                parts = [b"-333" if char == " " else b"(%s)" % _escape(char) for char in text]
+                shown = b"[%s] TJ" % (b" %d " % -letters).join(parts)
+            stream += b"BT /%s %d Tf %g Tw %d %d Td %s ET\n" % (
+                font.encode(),
+                size,
+                words,
+                x,
+                y,
+                shown,
+            )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream")
         content = len(objects)
         objects.append(
@@ -217,3 +299,9 @@ def word_document(body: str, title: str = "", link: str = "") -> bytes:
         for name, text in parts.items():
             archive.writestr(name, text)
     return out.getvalue()
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(print_all(sys.argv[1]))

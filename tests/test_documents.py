@@ -1,11 +1,10 @@
 """PDFs a site links are read into pages; documents that cannot be read, and responses of
 every other type, are recorded under one class each. PDFs are made here: printed by
-Chromium from HTML served on 127.0.0.1, or written object by object (tests/pdfs.py)."""
+Chromium builds once (tests/data/printed/), or written object by object (tests/pdfs.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
@@ -14,43 +13,17 @@ from crawlyx.content.documents import Unreadable
 from crawlyx.content.documents.reader import read_docx, read_pdf, read_text
 from tests.conftest import crawl_command, crawl_env
 from tests.pdfs import (
+    PRINTED_BASE,
+    PRINTED_BUILDS,
     encrypted_pdf,
     image_pdf,
-    print_to_pdf,
+    printed,
     text_pdf,
     word_document,
     word_paragraph,
     word_table,
 )
 from tests.site import QuietHandler, Serving
-
-MANUAL = """<!doctype html><html lang="en"><head><title>Widget Manual</title><style>
-body {{ font: 12pt serif; margin: 0 }}
-.running {{ position: fixed; top: 0; left: 0; font: 9pt sans-serif }}
-main {{ padding-top: 2em }}
-section + section {{ break-before: page }}
-td, th {{ border: 1px solid #999; padding: 3px }}
-</style></head><body>
-<div class="running">ACME CONFIDENTIAL handbook</div>
-<main>
-<section><h1>Widget Manual</h1>
-<p>This manual explains how the widget works and how to keep it running for years. It has
-several sections, each with a heading of its own, and a table of the parts with prices.</p>
-<h2>Installing the widget</h2>
-<p>Unpack the widget carefully. The widget needs a flat surface and a power outlet close
-by; an extension cord will do if the outlet is far. Never install it near water.</p>
-<ul><li>Keep the box</li><li>Read the <a href="{base}/parts">parts list</a> first</li></ul>
-</section>
-<section><h2>Parts and prices</h2>
-<table><tr><th>Part</th><th>Price</th><th>Weight</th></tr>
-<tr><td>Gear wheel</td><td>12.50</td><td>40 g</td></tr>
-<tr><td>Spring, large and very strong</td><td>3.20</td><td>5 g</td></tr></table>
-<h3>Starting it</h3>
-<pre>widget --start
-  --verbose</pre>
-</section>
-<section><h2>Care</h2><p>Dust the widget once a week with a dry cloth.</p></section>
-</main></body></html>"""
 
 
 def handbook() -> bytes:
@@ -85,23 +58,7 @@ def handbook() -> bytes:
     return text_pdf(pages, title="handbook.docx")
 
 
-@pytest.fixture(scope="module")
-def chromium_pdf():
-    """Print HTML to PDF with Chromium; under CI a missing Chromium fails, elsewhere skips."""
-    from crawlyx import render
-    from crawlyx.settings import CRAWLYX_CHROMIUM_PATH as path
-
-    if not render.browser_available(path):
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the document tests: no Chromium at {path}")
-        pytest.skip(f"Chromium is not installed at {path}")
-    return lambda html, **options: print_to_pdf(path, html, **options)
-
-
-@pytest.fixture(scope="module")
-def manual_pdf(chromium_pdf):
-    return lambda base, **options: chromium_pdf(MANUAL.format(base=base), **options)
-
+NEWEST = PRINTED_BUILDS[-1]  # a build's PDF where the test is not of its layout
 
 # The manual's headings at their levels, in its order, and its table, however it is printed.
 MANUAL_HEADINGS = [
@@ -114,10 +71,9 @@ MANUAL_TABLE = (
 )
 
 
-def test_a_printed_pdf_reads_as_markdown(manual_pdf):
-    page = read_pdf(
-        manual_pdf("http://127.0.0.1:9"), "http://127.0.0.1:9/m.pdf", "http://127.0.0.1:9"
-    )
+@pytest.mark.parametrize("build", PRINTED_BUILDS)
+def test_a_printed_pdf_reads_as_markdown(build):
+    page = read_pdf(printed(build, "manual.pdf"), f"{PRINTED_BASE}/m.pdf", PRINTED_BASE)
     md = page["markdown"]
     assert page["title"] == "Widget Manual" and page["lang"] == "en"
     # The tree's headings, at their levels, in the page's order.
@@ -132,13 +88,14 @@ def test_a_printed_pdf_reads_as_markdown(manual_pdf):
     # numbers: gone.
     assert "CONFIDENTIAL" not in md and "127.0.0.1" not in md and "1/3" not in md
     assert md.count("Widget Manual") == 1
-    assert list(page["links"]) == ["http://127.0.0.1:9/parts"]
+    assert list(page["links"]) == [f"{PRINTED_BASE}/parts"]
 
 
-def test_a_pdf_printed_without_its_tree_reads_as_markdown(manual_pdf):
+@pytest.mark.parametrize("build", PRINTED_BUILDS)
+def test_a_pdf_printed_without_its_tree_reads_as_markdown(build):
     # As many tools write PDFs: headings only by their size, a table only by its columns,
     # the running header only by its repetition.
-    pdf = manual_pdf("http://127.0.0.1:9", tagged=False)
+    pdf = printed(build, "manual-untagged.pdf")
     md = read_pdf(pdf, "http://127.0.0.1:9/m.pdf", "http://127.0.0.1:9")["markdown"]
     headings = [line for line in md.splitlines() if line.startswith("#")]
     assert headings == MANUAL_HEADINGS
@@ -147,14 +104,40 @@ def test_a_pdf_printed_without_its_tree_reads_as_markdown(manual_pdf):
     assert "CONFIDENTIAL" not in md and "127.0.0.1" not in md and "1/3" not in md
 
 
-def test_letters_set_apart_are_a_word_again(chromium_pdf):
-    html = """<html><body style="font: 12pt serif">
-    <p>Press <span style="letter-spacing: 0.2em; font-size: 10pt">COPY</span> to copy it,
-    a b c and d.</p><p>Jump to: &nbsp; A &nbsp; C &nbsp; F &nbsp; V</p></body></html>"""
-    pdf = chromium_pdf(html, header_footer=False)
+@pytest.mark.parametrize("build", PRINTED_BUILDS)
+def test_letters_set_apart_are_a_word_again(build):
+    pdf = printed(build, "letters.pdf")
     md = read_pdf(pdf, "http://127.0.0.1:9/x.pdf", "http://127.0.0.1:9")["markdown"]
     # Letter-spaced, the text page has "C O P Y"; words a space apart stay words.
-    assert md == "Press COPY to copy it, a b c and d.\n\nJump to: A C F V\n"
+    # Words a space apart stay words, however narrow the space is set.
+    assert md == (
+        "Press COPY to copy it, a b c and d.\n\nJump to: A C F V\n\n"
+        "Set close, x y z and w stay apart.\n"
+    )
+
+
+def _letters_pdf(word_spacing: float, letter_gap: int, tex: bool = False) -> bytes:
+    """The letters page written by hand: a heading set 'letter_gap' thousandths of its size
+    apart, then "a b c and d." with its spaces narrowed by 'word_spacing' points, or, as TeX
+    writes, as words placed a third of the size apart with no space characters at all."""
+    text = (72, 680, 12, "Press it, a b c and d.", "F1", 10 if tex else 0, word_spacing)
+    return text_pdf([[(72, 700, 14, "SUMMARY", "F2", letter_gap), text]])
+
+
+@pytest.mark.parametrize("word_spacing", [0, -1.5, -2.5])
+@pytest.mark.parametrize("letter_gap", [50, 100, 150])
+def test_letters_set_apart_in_any_layout(word_spacing, letter_gap):
+    # Spaces the PDF draws are word ends however narrow the font sets them; narrow gaps the
+    # text page made up between letters are letter gaps.
+    md = read_pdf(_letters_pdf(word_spacing, letter_gap), "http://127.0.0.1:9/x.pdf", None)
+    assert md["markdown"] == "# SUMMARY\n\nPress it, a b c and d.\n"
+
+
+@pytest.mark.parametrize("letter_gap", [50, 150])
+def test_letters_set_apart_on_a_page_without_spaces(letter_gap):
+    # TeX draws no space: a gap is a letter gap when it is narrower than a word's.
+    md = read_pdf(_letters_pdf(0, letter_gap, tex=True), "http://127.0.0.1:9/x.pdf", None)
+    assert md["markdown"] == "# SUMMARY\n\nPress it, a b c and d.\n"
 
 
 def test_an_untagged_pdf_reads_as_markdown():
@@ -293,10 +276,10 @@ def _errors(path) -> dict[str, tuple[str, str]]:
     return found
 
 
-def test_documents_in_a_crawl(manual_pdf, crawl, tmp_path):
+def test_documents_in_a_crawl(crawl, tmp_path):
     with DocumentSite() as site:
         base = site.base
-        site.bodies["/manual.pdf"] = ("application/pdf", manual_pdf(base), {})
+        site.bodies["/manual.pdf"] = ("application/pdf", printed(NEWEST, "manual.pdf", base), {})
         errors = tmp_path / "errors.jsonl"
         result = crawl(f"start={base}/", f"errors={errors}")
         assert result.returncode == 0, result.log[-3000:]
@@ -381,7 +364,8 @@ def test_an_unknown_document_type_stops_the_crawl(tmp_path):
 
 def test_a_pdf_has_the_read_budget_and_the_size_cap_of_a_page(crawl, tmp_path):
     line = "Line {} of page {}, with a few more words for the reader to read."
-    pages = [[(72, 760 - 14 * i, 11, line.format(i, n)) for i in range(50)] for n in range(400)]
+    # 150 pages: a second's read and more on any machine, far past the budget of 0.1 s.
+    pages = [[(72, 760 - 14 * i, 11, line.format(i, n)) for i in range(50)] for n in range(150)]
     long = text_pdf(pages)
     with DocumentSite() as site:
         url = f"{site.base}/long.pdf"
@@ -391,22 +375,22 @@ def test_a_pdf_has_the_read_budget_and_the_size_cap_of_a_page(crawl, tmp_path):
         assert slow.returncode == 0, slow.log[-3000:]
         assert slow.items == []
         assert _errors(errors)[url][0] == "read_timeout"
-        # Read in a budget of its own, it is a page.
-        whole = crawl(f"start={url}")
+        # Without the budget, it is a page (no limit: however slow the machine).
+        whole = crawl(f"start={url}", settings={"CRAWLYX_READ_TIMEOUT": 0})
         assert [item["url"] for item in whole.items] == [url]
-        assert "Line 20 of page 399, with a few more words" in whole.items[0]["markdown"]
+        assert "Line 20 of page 149, with a few more words" in whole.items[0]["markdown"]
         errors = tmp_path / "large.jsonl"
         large = crawl(f"start={url}", f"errors={errors}", settings={"DOWNLOAD_MAXSIZE": 100_000})
         assert large.items == []
         assert _errors(errors)[url][0] == "too_large"
 
 
-def test_documents_in_a_crawl_that_renders_every_page(manual_pdf, chromium, crawl, tmp_path):
+def test_documents_in_a_crawl_that_renders_every_page(chromium, crawl, tmp_path):
     # The browser shows a PDF in its viewer: the document is fetched again over plain
     # HTTP and read as what it is, with no failure of the browser recorded.
     with DocumentSite() as site:
         base = site.base
-        site.bodies["/manual.pdf"] = ("application/pdf", manual_pdf(base), {})
+        site.bodies["/manual.pdf"] = ("application/pdf", printed(NEWEST, "manual.pdf", base), {})
         errors = tmp_path / "errors.jsonl"
         result = crawl(f"start={base}/", "render=always", f"errors={errors}")
         assert result.returncode == 0, result.log[-3000:]

@@ -28,8 +28,11 @@ HYPHEN_BREAK = "\ufffe"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\ufffe")
 _WORD = re.compile(r"\S+")
 # Letters set apart (CSS letter-spacing: "C O P Y", "C O PY"), which the text page spaces
-# as words; joined when they stand closer than LETTER_GAP of the font size (words are set a
-# space apart, a quarter of it: "a b c it" and an index's "A C F V" stay).
+# as words. A space the PDF itself holds is a word's end, however narrow the font sets it
+# ("a b c and d" and an index's "A C F V" stay). A space the text page made up for a gap
+# (PDFium's generated characters) joins letters of one block of the structure tree when
+# the gap is narrower than LETTER_GAP of the font size: TeX, which draws no spaces, sets
+# words further apart (a quarter of the size and more), and so do a table's columns mostly.
 _LETTER_SPACED = re.compile(r"(?<!\S)(?:[^\W\d_] ){2,}[^\W\d_]")
 LETTER_GAP = 0.2
 
@@ -228,16 +231,22 @@ def _line(tp, segment: str, offset: int, same: bool, page: int, roles) -> Line |
 
 
 def _join_letters(tp, segment: str, offset: int, same: bool, size: float, words, spans):
-    """The line with its runs of letters set apart that stand close joined into words:
-    (text, words, spans). A run: single letters, the last of them maybe two or three (the
-    text page spaced some pairs only: "C O PY"), four letters at least."""
+    """The line with its runs of letters set apart joined into words: (text, words, spans).
+    A run: single letters, the last of them maybe two or three (the text page spaced some
+    pairs only: "C O PY"), four letters at least, each gap one the text page made up,
+    narrower than LETTER_GAP of the font size, within one block of the structure tree."""
     tokens = [(m.start(), m.end()) for m in _WORD.finditer(segment)]
+    blocks = {start: role.block for start, role in words if role is not None}
     groups, index = [], 0
     while index < len(tokens):
         run = index
         while run + 1 < len(tokens) and _single(segment, tokens[run]):
             start, end = tokens[run + 1]
             if not segment[start:end].isalpha() or end - start > 3:
+                break
+            if blocks.get(start) != blocks.get(tokens[run][0]):
+                break
+            if not _made_up(tp, offset, same, tokens[run][1], start):
                 break
             left = _box(tp, _index(tp, offset + start, same))[0]
             right = _box(tp, _index(tp, offset + tokens[run][1] - 1, same))[1]
@@ -262,6 +271,15 @@ def _join_letters(tp, segment: str, offset: int, same: bool, size: float, words,
                 kept_spans.append(spans[number])
         words, spans = kept_words, kept_spans
     return segment, words, spans
+
+
+def _made_up(tp, offset: int, same: bool, start: int, end: int) -> bool:
+    """Whether every character of the segment's ``start:end`` (the blank between two
+    words) is one the text page generated, none the PDF draws."""
+    return all(
+        raw.FPDFText_IsGenerated(tp, _index(tp, offset + position, same)) == 1
+        for position in range(start, end)
+    )
 
 
 def _single(segment: str, token: tuple[int, int]) -> bool:
