@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from crawlyx.config import closest
 from crawlyx.urls.normalize import normalize_url
+from crawlyx.urls.scope import FOLDER, ORIGIN
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -34,6 +35,8 @@ class CrawlArgs:
     start: str
     max_pages: int | None = None
     max_depth: int | None = None
+    # What the crawl fetches: the start URL's folder, its origin, or a path on the origin.
+    scope: str = FOLDER
     allow: re.Pattern | None = None
     deny: re.Pattern | None = None
     sitemap: bool = True
@@ -52,7 +55,7 @@ class CrawlArgs:
     credentials: tuple[str, str] | None = field(default=None, repr=False)
 
     @classmethod
-    def parse(cls, start=None, max_pages=None, max_depth=None, allow=None, deny=None,
+    def parse(cls, start=None, scope=None, max_pages=None, max_depth=None, allow=None, deny=None,
               sitemap=None, job=None, errors=None, render=None, report=None,
               refresh=None, emit=None, audit=None, tree=None, llms_txt=None,
               llms_full=None, **others) -> CrawlArgs:  # fmt: skip
@@ -87,6 +90,7 @@ class CrawlArgs:
         return cls(
             start=start,
             credentials=credentials,
+            scope=_scope(scope),
             max_pages=_limit("max_pages", max_pages, minimum=1),
             max_depth=_limit("max_depth", max_depth, minimum=0),
             allow=_regex("allow", allow),
@@ -103,6 +107,19 @@ class CrawlArgs:
             llms_txt=_writable("llms_txt", llms_txt),
             llms_full=_writable("llms_full", llms_full),
         )
+
+
+def _scope(value) -> str:
+    """-a scope=: ``folder`` (the start URL's), ``origin`` (its host), or a path on the
+    origin, from its ``/`` (``/docs/``: pages under /docs/)."""
+    text = str(value or "").strip()
+    if text.lower() in ("", FOLDER, ORIGIN):
+        return text.lower() or FOLDER
+    if not text.startswith("/") or text.startswith("//") or "?" in text or "#" in text:
+        raise ArgumentError(
+            f"scope: {value!r} is not folder, origin or a path from / (such as /docs/)"
+        )
+    return text
 
 
 def _without_credentials(url: str) -> tuple[str, tuple[str, str] | None]:

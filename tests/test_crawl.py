@@ -308,7 +308,12 @@ def test_the_job_line_and_the_summary_show_at_any_log_level(site, crawl):
     quiet = crawl(f"start={start_url(site)}", settings={"LOG_LEVEL": "WARNING"})
     assert quiet.returncode == 0, quiet.log[-3000:]
     name = job_name(quiet.log)
-    assert quiet.log.splitlines()[0] == f"crawlyx: job {name} (resume with -a job={name})"
+    lines = quiet.log.splitlines()
+    assert lines[0] == (
+        f"crawlyx: job {name} (resume with -a job={name}), scope http://127.0.0.1:{site.port}/"
+    )
+    # The start URL redirects to another host: the scope moves with it, and says so.
+    assert lines[1] == f"crawlyx: scope {site.base}/ (the start URL redirects)"
     pages = re.search(r"^crawlyx: finished \(finished\): (\d+) pages in ", quiet.log, re.M)
     assert pages and int(pages[1]) == len(quiet.items) > 0
     assert " INFO: " not in quiet.log and quiet.log.count("crawlyx: finished") == 1

@@ -6,7 +6,7 @@ one may name it in a ``Link: <URL>; rel="canonical"`` header, as search engines 
 (a PDF, which has no ``<head>``, naming its HTML page). It is written once, under the
 canonical URL, when that URL
 
-* is in the crawl's scope (its origin, allow/deny): a canonical elsewhere is never
+* is in the crawl's scope (its origin and folder, allow/deny): a canonical elsewhere is never
   followed, and the page is written under its own URL;
 * answers 200 itself, without a redirect, and names itself as its canonical. A canonical
   that names yet another URL is a chain: followed, as search engines do, up to

@@ -76,19 +76,27 @@ class JobRun:
     """One run of the crawl's job: the job's record when it starts and stops, its keys'
     expiry, and the lines that name the job."""
 
-    def __init__(self, crawler, ttl: int):
+    def __init__(self, crawler, ttl: int, scope: str):
         self.crawler = crawler
         self.ttl = ttl
+        self.scope = scope  # the root the start URL gives, before its redirects
 
     @classmethod
-    def from_crawler(cls, crawler, job: str):
+    def from_crawler(cls, crawler, job: str, scope: str):
         """Built with the spider of job ``job``, before Scrapy lists the crawl's
-        components: the line naming the job comes first."""
-        run = cls(crawler, ttl_seconds(crawler.settings))
-        logger.info("crawlyx: job %s (resume with -a job=%s)", job, job, extra=SHOWN)
+        components: the line naming the job and the pages it crawls comes first."""
+        run = cls(crawler, ttl_seconds(crawler.settings), scope)
+        logger.info(
+            "crawlyx: job %s (resume with -a job=%s), scope %s", job, job, scope, extra=SHOWN
+        )
         crawler.signals.connect(run.opened, signal=signals.spider_opened)
         crawler.signals.connect(run.closed, signal=signals.spider_closed)
         return run
+
+    def anchored(self, root: str) -> None:
+        """The start URL was answered: its redirects may have moved the crawl's scope."""
+        if root != self.scope:
+            logger.info("crawlyx: scope %s (the start URL redirects)", root, extra=SHOWN)
 
     def opened(self, spider):
         state = crawl_parts(self.crawler).state

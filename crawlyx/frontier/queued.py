@@ -19,8 +19,8 @@ at most what crawlyx would have done itself:
   (one more request on a failure, instead of up to 64 KB of page in Redis, twice, for
   every render, which a planted entry could fill with any markdown and links).
 - The URL is in the crawl's scope (:class:`crawlyx.urls.scope.Scope`): on its origin,
-  as is every hop of its redirect trail and its referrer, and allowed by allow/deny
-  (pages; sitemaps are queued without it). The start URL's request and its redirect
+  as is every hop of its redirect trail and its referrer, and in its folder and allowed
+  by allow/deny (pages; sitemaps are queued without it). The start URL's request and its redirect
   hops fix the origin: theirs is the trail that begins at the start URL.
 
 An entry that fails any of this is refused whole. Entries of the earlier format (with a
@@ -206,7 +206,7 @@ def _in_scope(spider, url: str, meta: dict, sitemap: bool, shown: str) -> None:
     if referrer is not None and not scope.contains(referrer):
         raise Refused(f"{shown}: a referrer outside the crawl's origin")
     if not sitemap and not scope.allowed(scope.normalized(url)):
-        raise Refused(f"{shown}: refused by allow/deny")
+        raise Refused(f"{shown}: {scope.refusal(scope.normalized(url))}")
 
 
 def _normalized(url: str) -> str | None:

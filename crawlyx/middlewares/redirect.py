@@ -1,8 +1,8 @@
 """Redirects held to the crawl's rules on every hop.
 
 Scrapy's redirect middlewares (``Location`` and meta refresh) follow any hop. A hop is
-a URL the crawl did not choose, so it gets the rules a link gets: the crawl's origin
-and allow/deny (class ``out_of_scope``, also for a hop to another scheme than http(s),
+a URL the crawl did not choose, so it gets the rules a link gets: the crawl's origin,
+its folder and allow/deny (class ``out_of_scope``, also for a hop to another scheme than http(s),
 which Scrapy does not follow) and the trap rules (class ``trap``). A hop back
 to a URL its own chain already requested is a loop (class ``trap``). A refused hop is
 never requested: the request that redirected fails with :class:`RedirectRefused`, and
@@ -136,7 +136,7 @@ def _check_hop(spider, request, target: str) -> None:
         detail = f"redirects to {target}, outside {scope.origin}"
         raise RedirectRefused("out_of_scope", detail, [request.url])
     if not scope.allowed(url):
-        detail = f"redirects to {target}, refused by allow/deny"
+        detail = f"redirects to {target}, {scope.refusal(url)}"
         raise RedirectRefused("out_of_scope", detail, [request.url])
 
 

@@ -51,7 +51,7 @@ from crawlyx.middlewares.window import HeldAtStop
 from crawlyx.parts import crawl_parts
 from crawlyx.policy.optout import OptOut
 from crawlyx.urls.normalize import normalize_url
-from crawlyx.urls.scope import Scope
+from crawlyx.urls.scope import Scope, root_of
 from crawlyx.urls.traps import HOPS_META, PatternTraps, TrapRules
 
 # Twisted's read size: a body longer than this cannot come with its headers.
@@ -112,6 +112,7 @@ class SiteSpider(Spider):
             spider.args.allow,
             spider.args.deny,
             state=lambda: spider.parts.state,
+            within=spider.args.scope,
         )
         spider.pattern_traps = PatternTraps.from_crawler(crawler)
         spider.canonicals = None  # CRAWLYX_CANONICAL_ENABLED off: every page its own
@@ -121,7 +122,8 @@ class SiteSpider(Spider):
         spider.not_found = None  # CRAWLYX_SOFT404_PROBE off: a 200 is a page
         if settings.getbool("CRAWLYX_SOFT404_PROBE"):
             spider.not_found = NotFound(crawler, spider._read)
-        spider.job_run = JobRun.from_crawler(crawler, spider.job)
+        start_root = root_of(spider.args.start, spider.args.scope)
+        spider.job_run = JobRun.from_crawler(crawler, spider.job, start_root)
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
         crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
         spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
@@ -206,12 +208,11 @@ class SiteSpider(Spider):
     # -- scope (crawlyx/urls/scope.py) ---------------------------------------------------
 
     def _anchor(self, response) -> str:
-        """The start URL's response: it fixes the crawl's scope."""
-        origin = self.scope.fix(normalize_url(response.url))
+        """The start URL's response: it fixes the crawl's scope. Returns the origin."""
+        self.job_run.anchored(self.scope.fix(response.url))
         if self.graph is not None:
             self.graph.anchor(response)
-        self.logger.info("Crawl scope: %s (start %s)", origin, self.args.start)
-        return origin
+        return self.scope.origin
 
     # -- pages ------------------------------------------------------------------------
 
@@ -721,7 +722,8 @@ class SiteSpider(Spider):
                 if url is not None:
                     yield self._sitemap_request(loc)
             return
-        listed = [url for url in scoped.values() if url is not None]
+        # What it lists outside the crawl's folder is another part of the site's.
+        listed = [url for url in scoped.values() if url is not None and self.scope.inside(url)]
         if self.graph is not None:
             self.graph.sitemap(listed)
         new = self.recrawl.new(listed)
