@@ -164,8 +164,9 @@ def test_truncated_graph_skips_what_needs_the_whole_graph():
     assert "| orphans (in the sitemap, linked from no page) | not checked |" in text
 
 
-def shuffled(graph: Graph, seed: int) -> Graph:
-    """The same graph, its nodes and links inserted in another order."""
+def shuffled(graph: Graph, seed: int, links: bool = True) -> Graph:
+    """The same graph, its nodes and pages inserted in another order, and each page's
+    links too unless ``links`` is false (their order is the page's, not the recording's)."""
     rng = random.Random(seed)
     copy = Graph(start=graph.start, truncated=graph.truncated)
     urls = list(graph.nodes)
@@ -175,7 +176,8 @@ def shuffled(graph: Graph, seed: int) -> Graph:
     rng.shuffle(sources)
     for source in sources:
         targets = list(graph.links[source].items())
-        rng.shuffle(targets)
+        if links:
+            rng.shuffle(targets)
         copy.links[source] = dict(targets)
     return copy
 

@@ -115,20 +115,21 @@ def shape(tree) -> list[tuple[int, str]]:
     return [(level, node.url[len(B) :]) for level, node in tree.walk()]
 
 
+# In the table's order: the book's reading order.
 BOOK_TREE = [
     (0, "/"),
-    (1, "/concepts.html"),
-    (2, "/concepts/functions.html"),
-    (2, "/concepts/types.html"),
-    (2, "/concepts/variables.html"),
-    (1, "/guess.html"),
-    (1, "/ownership.html"),
-    (2, "/ownership/borrowing.html"),
     (1, "/start.html"),
+    (2, "/start/install.html"),
     (2, "/start/hello.html"),
     # The next chapter's "previous" link reaches it at depth 2; the table keeps it here.
     (3, "/start/hello/cargo.html"),
-    (2, "/start/install.html"),
+    (1, "/guess.html"),
+    (1, "/concepts.html"),
+    (2, "/concepts/variables.html"),
+    (2, "/concepts/types.html"),
+    (2, "/concepts/functions.html"),
+    (1, "/ownership.html"),
+    (2, "/ownership/borrowing.html"),
 ]
 
 
@@ -254,18 +255,23 @@ def test_a_book_is_crawled_through_its_noscript_table_of_contents(crawl, redis_u
         "# The Book",
         "",
         f"- [Introduction]({b}/)",
-        f"  - [Common concepts]({b}/concepts.html)",
-        f"    - [Functions]({b}/concepts/functions.html)",
-        f"    - [Data types]({b}/concepts/types.html)",
-        f"    - [Variables]({b}/concepts/variables.html)",
-        f"  - [A guessing game]({b}/guess.html)",
-        f"  - [Ownership]({b}/ownership.html)",
-        f"    - [Borrowing]({b}/ownership/borrowing.html)",
         f"  - [Getting started]({b}/start.html)",
+        f"    - [Installation]({b}/start/install.html)",
         f"    - [Hello, world]({b}/start/hello.html)",
         f"      - [Hello, Cargo]({b}/start/hello/cargo.html)",
-        f"    - [Installation]({b}/start/install.html)",
+        f"  - [A guessing game]({b}/guess.html)",
+        f"  - [Common concepts]({b}/concepts.html)",
+        f"    - [Variables]({b}/concepts/variables.html)",
+        f"    - [Data types]({b}/concepts/types.html)",
+        f"    - [Functions]({b}/concepts/functions.html)",
+        f"  - [Ownership]({b}/ownership.html)",
+        f"    - [Borrowing]({b}/ownership/borrowing.html)",
     ]
+    # llms.txt and llms-full.txt follow it too.
+    sections = [line for line in llms.splitlines() if line.startswith("## ")]
+    assert sections == [
+        "## Overview", "## Getting started", "## Common concepts", "## Ownership"
+    ]  # fmt: skip
     # llms.txt: a section per chapter with sections, in the table's nesting.
     assert "\n## Getting started\n\n- [Getting started]" in llms
     start = llms.index("\n## Getting started\n")

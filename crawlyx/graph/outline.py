@@ -8,7 +8,8 @@ the outline it is (``crawlyx:{job}:graph:frames``: each entry's URL, the entry i
 nested under, its anchor text), and each page records the tables it embeds (node field
 ``frames``). Loading the graph turns them into links (:func:`apply_outlines`):
 
-* a top-level entry is a link of every page that embeds the table;
+* a top-level entry is a link of every page that embeds the table, before the page's own
+  links (the table is the site's navigation, in the site's reading order);
 * a nested entry is a link of its parent entry's page (the page that entry leads to,
   through its redirects; if that is no page, the nearest ancestor entry's page that is,
   else it counts as top-level);
@@ -45,6 +46,7 @@ def apply_outlines(graph: Graph, outlines: dict[str, list]) -> None:
             for frame in node.frames:
                 if frame in outlines:
                     embedders[frame].append(url)
+    derived: dict[str, dict[str, str]] = defaultdict(dict)  # page -> its table's links
     for frame in sorted(embedders):
         written: dict[str, str | None] = {}  # entry -> its parent entry, as the table has it
         for link, _fetched, _fingerprint, parent, anchor in outlines[frame]:
@@ -53,9 +55,15 @@ def apply_outlines(graph: Graph, outlines: dict[str, list]) -> None:
             source = _page_above(graph, parent, written)
             for page in [source] if source is not None else embedders[frame]:
                 if page != link:
-                    graph.links.setdefault(page, {}).setdefault(link, anchor)
+                    derived[page].setdefault(link, anchor)
             if source is not None:
                 graph.outline.setdefault(link, source)
+    # The table is the site's navigation: its links come first, in its order (the
+    # reading order, crawlyx.graph.tree), each with the page's own anchor text if any.
+    for page, links in derived.items():
+        own = graph.links.get(page, {})
+        graph.links[page] = {link: own.get(link, anchor) for link, anchor in links.items()}
+        graph.links[page].update(own)
 
 
 def _page_above(graph: Graph, entry: str | None, written: dict) -> str | None:

@@ -6,15 +6,21 @@ Rules (the same graph always gives the same tree, whatever order it was recorded
   redirect), opted-out (noindex) ones included, so their children keep their place.
 * A page's depth is its link distance from the start (:func:`crawlyx.graph.walk.distances`;
   a redirect hop costs nothing: a link to a redirect reaches where it leads).
+* Pages come in the site's reading order: the order a reader following links from the
+  start meets them, breadth first, each page's links taken as the page writes them (a
+  table of contents it loads in a noscript frame first: :mod:`crawlyx.graph.outline`),
+  which is the order of its navigation (a docs site's sidebar, an mdBook's table of
+  contents, a crate's module listing); pages the walk does not meet, by
+  :func:`crawlyx.graph.walk.url_key` (path, then whole URL).
 * A page's parent is, among the pages one link closer to the start that link to it (or
-  to a redirect leading to it), the first by :func:`crawlyx.graph.walk.url_key` (path,
-  then whole URL). Every page has one place: shared parents and cycles end there.
+  to a redirect leading to it), the first in that order. Every page has one place:
+  shared parents and cycles end there.
 * Except where the site's own table of contents says otherwise
   (:mod:`crawlyx.graph.outline`): a page it nests under another entry goes under that
   entry's page, if the start reaches both and that page is not under this one (so a
   chapter's last section stays under its chapter, though the next chapter's "previous"
   link reaches it sooner).
-* Children are ordered by the same key.
+* Children are in the same order.
 * Pages the start's links never reach (sitemap-only pages, and pages only they link to)
   are not dropped: they form further trees, in :attr:`Tree.unlinked`, each rooted at an
   unreached page that no unreached page links to (by the same key), then at any left.
@@ -67,9 +73,14 @@ def _targets(graph: Graph, url: str) -> list[str]:
 
 def build_tree(graph: Graph) -> Tree:
     dist = distances(graph)
-    pages = sorted((u for u, n in graph.nodes.items() if is_page(n)), key=url_key)
+    met = {url: index for index, url in enumerate(dist)}  # the walk's order of meeting
+    unmet = len(met)
+    pages = sorted(
+        (u for u, n in graph.nodes.items() if is_page(n)),
+        key=lambda url: (met.get(url, unmet), url_key(url)),
+    )
     parent: dict[str, str] = {}
-    for source in pages:  # in key order: the first parent found is the one kept
+    for source in pages:  # in order: the first parent found is the one kept
         if source not in dist:
             continue
         for target in _targets(graph, source):
@@ -77,7 +88,7 @@ def build_tree(graph: Graph) -> Tree:
                 parent[target] = source
     _outline_parents(graph, dist, parent)
     nodes = {url: TreeNode(url) for url in pages}
-    for url in pages:  # in key order: children come out sorted
+    for url in pages:  # in order: children come out in it
         if url in parent:
             nodes[parent[url]].children.append(nodes[url])
     start = chain(graph, graph.start)[0][-1]

@@ -59,7 +59,8 @@ def resolve(graph: Graph, url: str) -> str | None:
 
 def distances(graph: Graph) -> dict[str, int]:
     """URL -> links followed from the start, shortest (a 0-1 BFS: links weigh 1, redirect
-    hops 0). Every URL reached is in it, pages or not; URLs not reached are not."""
+    hops 0). Every URL reached is in it, pages or not; URLs not reached are not. In the
+    order the walk first meets them: each page's links in the order it writes them."""
     dist = {graph.start: 0}
     queue = deque([graph.start])
     while queue:
