@@ -1250,3 +1250,161 @@ def test_a_story_the_page_shows_in_part_is_read_whole_from_its_structured_data()
     # A short one, or a page of several stories (a listing): the page as it is.
     for page in (_story_page("Two words."), _story_page(WHOLE_STORY, WHOLE_STORY + " Again.")):
         assert page_markdown(page, url).startswith("# The story\n\nThe first lines of the story")
+
+
+# A chapter of an mdBook as current mdBook writes it: the book's name as an h1 in the menu
+# bar (and as the og:title of every page), the keyboard help in a popup, the table of
+# contents drawn by scripts, the chapter in <main>.
+MDBOOK = """<!doctype html><html lang="en"><head><meta charset="UTF-8">
+<title>{title} - Genomes in Rust</title>
+<meta property="og:title" content="Genomes In Rust">
+<script src="toc-d0ef71ba.js"></script></head><body>
+<div id="mdbook-help-container"><div id="mdbook-help-popup">
+<h2 class="mdbook-help-title">Keyboard shortcuts</h2>
+<div><p>Press <kbd>←</kbd> or <kbd>→</kbd> to navigate between chapters</p>
+<p>Press <kbd>S</kbd> or <kbd>/</kbd> to search in the book</p>
+<p>Press <kbd>?</kbd> to show this help</p><p>Press <kbd>Esc</kbd> to hide this help</p>
+</div></div></div>
+<div id="mdbook-body-container">
+<nav id="mdbook-sidebar" class="sidebar" aria-label="Table of contents">
+<mdbook-sidebar-scrollbox class="sidebar-scrollbox"></mdbook-sidebar-scrollbox>
+<noscript><iframe class="sidebar-iframe-outer" src="toc.html"></iframe></noscript></nav>
+<div id="mdbook-page-wrapper" class="page-wrapper"><div class="page">
+<div id="mdbook-menu-bar" class="menu-bar sticky"><div class="left-buttons">
+<button id="mdbook-theme-toggle" class="icon-button" type="button">Theme</button></div>
+<h1 class="menu-title">Genomes in Rust</h1>
+<div class="right-buttons"><a href="print.html" title="Print this book">Print</a></div></div>
+<div id="mdbook-content" class="content"><main>{main}</main>
+<nav class="nav-wrapper" aria-label="Page navigation">
+<a rel="prev" href="a.html" class="mobile-nav-chapters previous">Previous</a></nav>
+</div></div></div></div>
+<script src="book-a0b12cfe.js"></script></body></html>"""
+
+
+@pytest.mark.parametrize(
+    "main, expected",
+    [
+        (  # a short chapter: the popup and the menu bar outweigh it
+            '<h1 id="intro"><a class="header" href="#intro">Additional Topics</a></h1>'
+            "<p>Topics that fit no other chapter of this book.</p>",
+            "# Additional Topics\n\nTopics that fit no other chapter of this book.\n",
+        ),
+        (  # a chapter opening with an h2: its title is the <title>'s, not the book's
+            '<h2 id="terms"><a class="header" href="#terms">Terminology</a></h2>'
+            "<p>Before the details of the format, a few terms are worth a definition.</p>",
+            "# Additional Topics\n\n## Terminology\n\n"
+            "Before the details of the format, a few terms are worth a definition.\n",
+        ),
+    ],
+)
+def test_an_mdbook_chapter_is_headed_by_its_own_title(main, expected):
+    html = MDBOOK.format(title="Additional Topics", main=main)
+    doc = parse_document(html)
+    assert page_title(doc) == "Additional Topics"
+    assert page_markdown(html, "https://b.example/topics.html") == expected
+
+
+RUSTDOC = """<!doctype html><html lang="en"><head><meta name="generator" content="rustdoc">
+<title>{title} - Rust</title></head><body class="rustdoc fn">
+<rustdoc-topbar><h2><a href="#">{item}</a></h2></rustdoc-topbar>
+<nav class="sidebar"><div class="sidebar-crate"><h2><a href="../index.html">genomes</a>
+<span class="version">0.4.1</span></h2></div><section id="rustdoc-toc"><h2 class="location">
+<a href="#">{item}</a></h2></section></nav>
+<main><div class="width-limiter"><section id="main-content" class="content">
+<div class="main-heading"><div class="rustdoc-breadcrumbs"><a href="../index.html">genomes</a>
+</div><h1>{heading}&nbsp;<button id="copy-path" title="Copy item path to clipboard">Copy item
+path</button></h1><rustdoc-toolbar></rustdoc-toolbar><span class="sub-heading">
+<a class="src" href="../../src/genomes/lib.rs.html#1-7">Source</a></span></div>
+{body}</section></div></main></body></html>"""
+
+
+def test_a_rustdoc_function_page_keeps_its_heading_signature_and_docs():
+    # Its example is most of its words: the content is still the whole item.
+    example = "\n".join(f'    let v{i} = translate(b"ATGTAG", &table);' for i in range(30))
+    body = (
+        '<pre class="rust item-decl"><code>pub fn translate(seq: &amp;[<a class="primitive" '
+        'href="#">u8</a>], table: &amp;<a class="struct" href="struct.Table.html">Table</a>)'
+        "</code></pre>"
+        '<details class="toggle top-doc" open><summary class="hideme"><span>Expand '
+        'description</span></summary><div class="docblock"><p>Translates a sequence.</p>'
+        '<h2 id="examples"><a class="doc-anchor" href="#examples">§</a>Examples</h2>'
+        '<div class="example-wrap"><pre class="rust rust-example-rendered"><code>fn main() {\n'
+        f"{example}\n}}</code></pre></div></div></details>"
+    )
+    html = RUSTDOC.format(
+        title="translate in genomes", item="translate", heading="Function translate", body=body
+    )
+    md = page_markdown(html, "https://docs.example/genomes/fn.translate.html")
+    assert md.startswith(
+        "# Function translate\n\n```rust\npub fn translate(seq: &[u8], table: &Table)\n```\n\n"
+        "Translates a sequence.\n\n## Examples\n\n```rust\nfn main() {\n"
+    )
+    assert "Copy item" not in md and "Expand description" not in md and "Source" not in md
+
+
+def test_a_rustdoc_module_page_keeps_its_listing():
+    body = (
+        '<h2 id="modules" class="section-header">Modules<a href="#modules" class="anchor">§</a>'
+        '</h2><dl class="item-table"><dt><a class="mod" href="dna/index.html">dna</a></dt>'
+        '<dt><a class="mod" href="rna/index.html">rna</a></dt>'
+        '<dt><a class="mod" href="protein/index.html">protein</a></dt></dl>'
+    )
+    html = RUSTDOC.format(title="genomes::seq", item="Module seq", heading="Module seq", body=body)
+    md = page_markdown(html, "https://docs.example/genomes/seq/index.html")
+    assert md.startswith("# Module seq\n\n## Modules\n\n")
+    for name in ("dna", "rna", "protein"):
+        assert f"[{name}](https://docs.example/genomes/seq/{name}/index.html)" in md
+
+
+def test_a_docs_section_named_like_chrome_keeps_its_heading():
+    # Sphinx gives a section its heading's slug as id: "Sponsors" is no sponsor box.
+    html = (
+        "<html><head><title>Sponsors - Acme 2.8 documentation</title>"
+        '<script src="_static/documentation_options.js"></script></head><body>'
+        '<div class="sidebar-brand"><h1 class="brand">Acme 2.8 documentation</h1></div>'
+        '<article role="main"><section id="sponsors"><h1>Sponsors<a class="headerlink" '
+        'href="#sponsors">¶</a></h1><p>Please consider sponsoring the development of Acme, '
+        "which many companies depend on every day.</p></section></article></body></html>"
+    )
+    assert page_markdown(html, "https://docs.example/sponsors.html") == (
+        "# Sponsors\n\nPlease consider sponsoring the development of Acme, which many "
+        "companies depend on every day.\n"
+    )
+
+
+def test_a_vitepress_code_block_says_its_language_once():
+    # VitePress labels a block with its language beside the <pre>, in a wrapper named so.
+    html = (
+        '<html><head><meta name="generator" content="VitePress v1.6.4"><title>Footer | '
+        'VitePress</title></head><body><main><div class="vp-doc"><h1 id="f">Footer</h1>'
+        "<p>The footer shows when the theme's footer setting is present in the config.</p>"
+        '<div class="language-ts vp-adaptive-theme"><button title="Copy code" class="copy">'
+        '</button><span class="lang">ts</span><pre class="shiki vp-code"><code>'
+        '<span class="line">export default {}</span></code></pre></div></div></main></body></html>'
+    )
+    assert page_markdown(html, "https://docs.example/footer.html") == (
+        "# Footer\n\nThe footer shows when the theme's footer setting is present in the "
+        "config.\n\n```ts\nexport default {}\n```\n"
+    )
+
+
+def test_a_docs_category_page_keeps_its_cards():
+    # Docusaurus: a category's page is its title and a card per page, each one link.
+    cards = "".join(
+        f'<article class="docCardListItem col col--6"><a class="card padding--lg" href="/docs/{p}">'
+        f'<h2 class="cardTitle" title="{t}">{t}</h2><p class="cardDescription">{d}</p></a>'
+        "</article>"
+        for p, t, d in [
+            ("versions", "Manage Docs Versions", "Docusaurus can manage multiple versions."),
+            ("translate", "Translate your site", "Translate the docs to French."),
+        ]
+    )
+    html = (
+        '<html><head><meta name="generator" content="Docusaurus v3.10.2"><title>Extras | '
+        'My Site</title></head><body><nav class="navbar"><b class="navbar__title">My Site</b>'
+        '</nav><main><article><header><h1>Extras</h1></header><article class="margin-top--lg">'
+        f'<section class="row">{cards}</section></article></article></main></body></html>'
+    )
+    md = page_markdown(html, "https://docs.example/docs/category/extras")
+    assert md.startswith("# Extras\n\n")
+    assert "Manage Docs Versions" in md and "Translate the docs to French." in md

@@ -658,7 +658,13 @@ def test_a_long_subscript_is_small_print_not_a_subscript():
             '<span class="line-number">2</span>let b;</code></pre>',
             "```js\nlet a;\nlet b;\n```\n",
         ),
+        (  # mdBook's hidden lines, as it writes them: each with its line break
+            '<pre><code class="language-rust"><span class="boring">#![allow(unused)]\n'
+            '</span><span class="boring">fn main() {\n</span>let x = 5;\n'
+            'println!("{x}");\n<span class="boring">}</span></code></pre>',
+            '```rust\nlet x = 5;\nprintln!("{x}");\n```\n',
+        ),
     ],
 )
-def test_prompts_and_line_numbers_are_not_code(html, expected):
+def test_prompts_line_numbers_and_hidden_lines_are_not_code(html, expected):
     assert html_to_markdown(html, "https://example.com/") == expected

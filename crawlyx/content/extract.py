@@ -95,6 +95,9 @@ _PRODUCT_TYPES = frozenset({"product", "og:product", "product.item"})
 _OG_TYPE = ("property", "og:type")  # of a <meta>
 _GENERATOR = ("name", "generator")
 _SPHINX_SCRIPT = "_static/documentation_options.js"
+# mdBook names itself in no meta tag either; every book loads its book.js (hashed in newer
+# versions: book-a0b12cfe.js).
+_MDBOOK_SCRIPT = re.compile(r"(?:^|/)book(?:-[0-9a-f]{8})?\.js$")
 _DOCS_GENERATOR = re.compile(
     r"\s*(?:mkdocs|sphinx|docusaurus|vitepress|vuepress|gitbook|mdbook|starlight|docfx|antora|"
     r"javadoc|rustdoc|doxygen|typedoc|pdoc)",
@@ -137,11 +140,14 @@ _SCREEN_READER = re.compile(
 _CONTAINERS = frozenset(
     {"div", "section", "span", "ul", "ol", "dl", "figure", "form", "header", "p"}
 )
-# Permalink anchors beside headings: "¶", "#", "§", a link icon, or nothing.
-_PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "link"})
+# Permalink anchors beside headings: "¶", "#", "§", a link icon (Font Awesome's U+F0C1 in
+# the Read the Docs theme), or nothing.
+_PERMALINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\u200b", "\uf0c1", "link"})
 # A footnote's way back to where it is cited ("↩", markdown-it's "↩︎", Wikipedia's "^").
 _BACKLINK_TEXT = frozenset({"↩", "↩\ufe0e", "↩\ufe0f", "↑", "^"})
-_PERMALINK_MARKS = "¶#§🔗⚓\u200b "  # what a heading's text ends with when its permalink is in it
+_PERMALINK_MARKS = (
+    "¶#§🔗⚓\u200b\uf0c1 "  # what a heading's text ends with when its permalink is in it
+)
 _SKIP_LINK = re.compile(r"skip\b", re.IGNORECASE)
 _FOOTNOTE_MARK = re.compile(r"\[?(?:\d{1,3}|[a-z]|note \d+)\]?")
 _BLOCKS = ("div", "section", "ul", "ol", "table", "dl", "p")
@@ -369,6 +375,20 @@ def _is_button(el) -> bool:
     )
 
 
+def _is_code_label(el) -> bool:
+    """A code block's language label beside its <pre>: "ts" in a wrapper named
+    ``language-ts`` (VitePress); the fence says the language."""
+    text = (el.text or "").strip().lower()
+    parent = el.getparent()
+    return (
+        bool(text)
+        and len(el) == 0
+        and parent is not None
+        and f"language-{text}" in parent.get("class", "").lower().split()
+        and parent.find("pre") is not None
+    )
+
+
 def _is_tab_label(el) -> bool:
     """A tab's label ("Windows", "macOS" above a command): it names its panel."""
     parent = el.getparent()
@@ -551,7 +571,7 @@ def _judge(el, opened: set, total: int, posts: set, hidden: list, docs: bool) ->
         if _text_len(el) < HIDDEN_PAGE_SHARE * total:
             hidden.append(el)  # judged again once the chrome is gone
         return False
-    if _is_button(el):
+    if _is_button(el) or _is_code_label(el) or (docs and _POPUP.search(_names(el))):
         return True
     if tag == "form":
         return el not in posts
@@ -571,6 +591,10 @@ def _judge(el, opened: set, total: int, posts: set, hidden: list, docs: bool) ->
         and _text_len(el) >= 0.5 * total
     )
 
+
+# A docs generator's popups and dialogs (mdBook's keyboard help, a theme's search modal):
+# shown on a key or a click, never the page's text, however short the page.
+_POPUP = re.compile(r"(?<![a-z])(?:popup|popover|modal|dialog)(?![a-z])", re.IGNORECASE)
 
 # Elements judged in step 1 by their name alone; others only by their attributes.
 _JUDGED_BARE = frozenset({"sup", "form", "header", "summary", *CHROME_TAGS})
@@ -784,25 +808,34 @@ def _prune_named(body, page_type: str | None, kept: set) -> tuple[dict, bool, bo
     return stats, bool(dropped), bool(wrappers)
 
 
-def _container(body, stats):
+def _container(body, stats, top=None):
     """Step 2: the element that holds the main content: from the body down, into the
     child that holds most of the text outside links (:data:`CONTENT_SHARE`), until no
     child does. That is where the content's parts meet: an article's paragraphs, a
     thread's posts, a listing's items, a reference page's sections. ``stats`` is
-    :func:`_measure` of ``body``."""
+    :func:`_measure` of ``body``. Never below ``top`` (a docs page's own heading: an API
+    page's item and its signature stand above its long description)."""
 
     def text(el):
         words, links = stats[el]
         return words - links
 
+    above = set(top.iterancestors()) if top is not None else None
     el = body
     while text(el) > 0:
         children = [c for c in el if isinstance(c.tag, str)]
         if not children:
             break
         child = max(children, key=text)
-        if text(child) < CONTENT_SHARE * text(el) or child.tag in _LEAVES:
-            break  # a heading, a paragraph or a code block is never the content, only part of it
+        if above is not None and (child not in above or text(child) <= text(top)):
+            break  # beside the heading, or into its wrapper (an article's <header>)
+        if (
+            text(child) < CONTENT_SHARE * text(el)
+            or child.tag in _LEAVES
+            or _only_code(child, stats)
+        ):
+            break  # a heading, a paragraph or a code block (in its wrapper: an API page's
+            # example) is never the content, only part of it
         if _prose_before(el, child, stats) >= max(LEAD_WORDS, LEAD_SHARE * text(child)) or (
             sum(_prose(p, stats) for p in child.itersiblings("p", preceding=True)) >= LEAD_WORDS
         ):
@@ -884,6 +917,14 @@ def _heading_before(el) -> bool:
     return any(sibling.tag in _HEADINGS for sibling in el.itersiblings(preceding=True))
 
 
+def _titled(el) -> bool:
+    """``el`` comes right after a heading: it is that section's body."""
+    previous = el.getprevious()
+    while previous is not None and not isinstance(previous.tag, str):
+        previous = previous.getprevious()  # a comment
+    return previous is not None and previous.tag in _HEADINGS
+
+
 def _prose(p, stats) -> int:
     """Words of a paragraph of prose (not a label, not a link with a caption), else 0."""
     words, links = stats[p]
@@ -956,6 +997,8 @@ def _drop_link_lists(root, stats, url: str, page_type: str | None) -> None:
             continue
         if _introduced(el):
             continue  # "The following extensions are supported:" and the list of them
+        if docs and _titled(el):
+            continue  # a docs section that is a listing: rustdoc's "Modules", an API index
         tabular = el.tag in ("ul", "ol", "table", "dl") and links >= 5
         limit = 0.5 if tabular else 0.7
         if not words or link_words / words > limit:
@@ -1113,28 +1156,95 @@ def _introduced(el) -> bool:
 
 
 _TITLE_SEPARATORS = re.compile(r"\s+[-|–—·:»]\s+")
+_SITE_NAME = ("property", "og:site_name")  # of a <meta>
+_MAIN = ("main", "article")
 
 
-def page_title(doc) -> str | None:
-    """The page's headline: the h1 that the <title> (or og:title) names, else the
-    <title> without its site-name part, else the first h1."""
+def _heading_text(el) -> str:
+    return " ".join(_text(el).split()).rstrip(_PERMALINK_MARKS)
+
+
+def _titles(doc) -> list[str]:
+    """The page's og:title and <title> (not an icon's: an SVG has titles too), whitespace
+    folded."""
     titles = attribute_values(doc, "meta", "content", "property", "og:title")
-    titles = [" ".join(t.split()) for t in titles]
-    titles += [" ".join(_text(t).split()) for t in doc.iter("title")]
-    titles = [t for t in titles if t]
-    h1s = [" ".join(_text(h).split()).rstrip(_PERMALINK_MARKS) for h in doc.iter("h1")]
-    h1s = [h for h in h1s if h]
-    for h1 in h1s:
-        if any(h1.lower() in t.lower() for t in titles):
-            return h1
-    if titles:
-        # "Headline - Site" / "Site | Headline": the longest part is the headline.
-        return max(_TITLE_SEPARATORS.split(titles[0]), key=len)
-    return h1s[0] if h1s else None
+    titles += [_text(t) for t in doc.iter("title") if _inside(t, ("svg",)) is None][:1]
+    return [t for t in (" ".join(t.split()) for t in titles) if t]
 
 
-def _ensure_title(root, title: str | None):
-    """Step 4: exactly one top heading, the page's title."""
+def page_title(doc, docs: bool = False) -> str | None:
+    """The page's headline: the h1 that the <title> (or og:title) names, one in the
+    page's main part or article first; else the <title>'s longest part that is not the
+    site's name (on documentation, ``docs``, its first: every generator writes "Page -
+    Site", and a site's name is often the longer); else the first h1. A site's name set
+    as an h1 in its menu bar or header (an mdBook's, a logo's) is never the headline,
+    though the <title> names it too: "Suffix Array - Bioinformatics with Rust"."""
+    titles = _titles(doc)
+    h1s = [h for h in doc.iter("h1") if _heading_text(h)]
+    # Named after the headline's place in the <title> (a forum's thread title in its
+    # header bar), an h1 is no site name.
+    later = {p.lower() for t in titles for p in _TITLE_SEPARATORS.split(t)[1:]}
+    later.update(n.lower() for n in attribute_values(doc, "meta", "content", *_SITE_NAME))
+    chrome = {h for h in h1s if _heading_text(h).lower() in later and _in_chrome(h)}
+    candidates = sorted(
+        (h for h in h1s if h not in chrome), key=lambda h: _inside(h, _MAIN) is None
+    )
+    # The one the <title>'s headline part names first ("ORM Quick Start" of "ORM Quick
+    # Start — SQLAlchemy 2.0 Documentation", not the site's name in its own h1).
+    for names in ([_TITLE_SEPARATORS.split(t)[0] for t in titles], titles):
+        for h1 in candidates:
+            if any(_heading_text(h1).lower() in name.lower() for name in names):
+                return _heading_text(h1)
+    # "Headline - Site" / "Site | Headline": the longest part that is not the name the
+    # header shows is the headline (an og:title that is that name alone tells nothing).
+    shown = {_heading_text(h).lower() for h in chrome}
+    for text in titles:
+        parts = [part for part in _TITLE_SEPARATORS.split(text) if part.lower() not in shown]
+        if parts:
+            return parts[0] if docs else max(parts, key=len)
+    return _heading_text(h1s[0]) if h1s else (titles[0] if titles else None)
+
+
+def _in_chrome(el) -> bool:
+    """``el`` is in the site's header, navigation or a container named so (a menu bar),
+    and not in the page's main part or article (whose own header holds its title)."""
+    chrome = False
+    for above in el.iterancestors():
+        if above.tag in _MAIN or above.get("role") == "main":
+            return False
+        if above.tag in ("header", "nav") or above.get("role") in ("banner", "navigation"):
+            chrome = True
+        else:
+            names = _judged_names(above)  # a section's id is its heading's slug, no role
+            chrome = chrome or bool(names.strip() and _boilerplate_name(names))
+    return chrome
+
+
+def site_names(doc, title: str | None) -> frozenset[str]:
+    """What the page names its site by, lowercased: og:site_name, and the parts of its
+    <title> and og:title other than the headline ``title`` ("Bioinformatics with Rust"
+    of "Suffix Array - Bioinformatics with Rust")."""
+    headline = (title or "").lower()
+    names = {n.lower() for n in attribute_values(doc, "meta", "content", *_SITE_NAME)}
+    for text in _titles(doc):
+        parts = _TITLE_SEPARATORS.split(text)
+        if any(part.lower() == headline for part in parts):
+            names.update(part.lower() for part in parts)
+        elif text.lower() != headline:
+            names.add(text.lower())  # a title naming the site alone (a book's og:title)
+    names.discard(headline)
+    return frozenset(" ".join(n.split()) for n in names if n.strip())
+
+
+def _ensure_title(root, title: str | None, names: frozenset[str] = frozenset()):
+    """Step 4: exactly one top heading, the page's title. Headings that open the page
+    saying the site's name (``names``: :func:`site_names`), a menu bar's or a header's,
+    are the site's chrome, on every page: they go."""
+    for heading in list(root.iter(*_HEADINGS)) if names else ():
+        text = _heading_text(heading)
+        if text == title or text.lower() not in names:
+            break
+        _drop(heading)
     h1s = list(root.iter("h1"))
     if h1s:
         for extra in h1s[1:]:
@@ -1165,8 +1275,9 @@ def _page_type(doc, json_ld: list[str]) -> str | None:
     product is one), "product" (one product); else None."""
     if any(_DOCS_GENERATOR.match(g) for g in attribute_values(doc, "meta", "content", *_GENERATOR)):
         return "documentation"
-    if any(_SPHINX_SCRIPT in src for src in attribute_values(doc, "script", "src")):
-        return "documentation"  # Sphinx names itself in no meta tag; every theme loads it
+    for src in attribute_values(doc, "script", "src"):
+        if _SPHINX_SCRIPT in src or _MDBOOK_SCRIPT.search(src):
+            return "documentation"
     og = {t.strip().lower() for t in attribute_values(doc, "meta", "content", *_OG_TYPE)}
     markup = " ".join(json_ld)
     if _DISCUSSION_LD.search(markup):
@@ -1189,16 +1300,20 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     if doc is None or not main_content:
         return html_to_markdown(page, url, links)
     body = doc.find("body")
-    title = page_title(doc)
     base = doc.find(".//base[@href]")
     json_ld = _json_ld(doc)
     page_type = _page_type(doc, json_ld)
+    title = page_title(doc, page_type == "documentation")
     story = _story_data(json_ld) if page_type == "article" else None
     stats = _prune(body, page_type) or _measure(body)
-    root = _listing(body, stats, _container(body, stats))
+    top = None
+    if page_type == "documentation":  # the page's own heading, not its site's
+        h1s = [h for h in body.iter("h1") if not _in_chrome(h)]
+        top = next((h for h in h1s if _heading_text(h) == title), h1s[0] if h1s else None)
+    root = _listing(body, stats, _container(body, stats, top))
     _drop_teasers(root, stats, url)
     _drop_link_lists(root, stats, url, page_type)
-    root = _ensure_title(_with_lead(body, root, stats), title)
+    root = _ensure_title(_with_lead(body, root, stats), title, site_names(doc, title))
     # The counts hold a proxy object of every element: freed before the converter builds
     # its own tree of what is left, which reuses their memory (a big page's peak is lower
     # by a sixth).

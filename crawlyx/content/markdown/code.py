@@ -39,10 +39,15 @@ _LINENO_CLASSES = frozenset(
 # cell ("lntd", as is the code's cell beside it).
 _CHROMA_LINENOS = frozenset({"ln", "lnt"})
 
-# Inside code, marks that are not code: shell and REPL prompts (Pygments ``gp``, Prism's
-# command-line ``prompt``) and line numbers written into the text.
+# Inside code, what the reader does not see as code: shell and REPL prompts (Pygments
+# ``gp``, Prism's command-line ``prompt``), line numbers written into the text, and the
+# lines mdBook hides around an example (``<span class="boring">``: ``fn main() {`` and its
+# ``}``, ``#![allow(unused)]``; shown only on a click), which would make every snippet
+# look like a whole program.
 _CODE_NOISE = (
-    frozenset({"gp", "prompt", "line-number", "line-numbers-rows", "linenumber", "rouge-gutter"})
+    frozenset(
+        {"gp", "prompt", "line-number", "line-numbers-rows", "linenumber", "rouge-gutter", "boring"}
+    )
     | _LINENO_CLASSES
     | _CHROMA_LINENOS
 )
@@ -97,6 +102,11 @@ def _language_from(el) -> str:
     return ""
 
 
+def _wrapper_language(cls: str) -> bool:
+    m = _re_lang_prefixed.match(cls)
+    return m is not None and m.group(1).lower() in _BARE_LANGUAGES
+
+
 def code_language(pre) -> str:
     """Language of a <pre> block from the class conventions of common highlighters.
 
@@ -109,8 +119,9 @@ def code_language(pre) -> str:
     for _ in range(2):
         if parent is None or parent.name != "div":
             break
-        # only highlighter wrappers, not any <div class="language-switcher"> around a <pre>
-        if any("highlight" in cls.lower() for cls in _classes(parent)):
+        # only highlighter wrappers (VitePress's "language-ts" too, of a language known),
+        # not any <div class="language-switcher"> around a <pre>
+        if any("highlight" in cls.lower() or _wrapper_language(cls) for cls in _classes(parent)):
             candidates.append(parent)
         parent = parent.parent
     for el in candidates:
