@@ -180,8 +180,8 @@ def test_crawl_audits_the_fixture_site_exactly(tmp_path, redis_url):
         items = {item["url"][len(site.base) :]: item for item in read_items(out)}
         report = json.loads(files["audit.json"].read_text())
         assert report == expected_audit(site.base, items["/dup-a"]["content_hash"])
-        # The findings are logged when the crawl ends, most rows first.
-        assert "site audit of 22 pages:\n- links to a redirect: 4\n" in result.stderr
+        # The findings are logged when the crawl ends, what to fix first first.
+        assert "site audit of 22 pages:\n- broken links: 2\n" in result.stderr
 
         tree = files["tree.md"].read_text().splitlines()
         assert tree[:3] == ["# Home", "", f"- [Home]({site.base}/)"]

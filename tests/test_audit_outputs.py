@@ -64,12 +64,18 @@ def test_write_outputs_json_markdown_tree_and_llms(tmp_path):
     assert write_outputs(graph, Outputs(tree=str(tmp_path / "t.md")), 4, None) == {}
 
 
-def test_top_findings_most_rows_first():
+def test_top_findings_what_to_fix_first_first():
+    # Broken links and redirect loops before the four links to a redirect.
     text = top_findings(audit(site_graph()))
     lines = text.splitlines()
     assert lines[0] == "site audit of 17 pages:"
-    assert lines[1:3] == ["- links to a redirect: 4", "- bad canonicals: 3"]
-    assert "- redirect loops: 1" in lines and "duplicate descriptions" not in text
+    assert lines[1:4] == [
+        "- broken links: 3",
+        "- redirect loops: 1",
+        "- redirect chains of more than one hop: 1",
+    ]
+    assert lines.index("- links to a redirect: 4") > lines.index("- bad canonicals: 3")
+    assert "duplicate descriptions" not in text
 
 
 def test_page_markdown_round_trip(redis_url, redis_client):

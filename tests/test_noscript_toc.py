@@ -12,6 +12,7 @@ import sys
 from crawlyx.content.extract import parse_document
 from crawlyx.content.outline import read_outline
 from crawlyx.content.page import FRAMES_PER_PAGE, analyze, noscript_frames
+from crawlyx.graph.audit import audit, audit_markdown
 from crawlyx.graph.model import Graph
 from crawlyx.graph.outline import apply_outlines
 from crawlyx.graph.tree import build_tree
@@ -317,3 +318,25 @@ def test_a_resumed_job_reads_the_table_from_the_graph_not_again(crawl, redis_url
     assert urls == sorted(site.base + path for path, _, _ in CHAPTERS)
     _, tree, _ = audit_outputs(redis_url, "book-resumed", tmp_path)
     assert f"      - [Hello, Cargo]({site.base}/start/hello/cargo.html)" in tree.splitlines()
+
+
+def test_a_broken_entry_of_the_table_is_one_link_to_fix():
+    # Every page shows the table and its link to /guess.html, which is gone: reported once,
+    # at the table, with how many pages show it; the pages that link to it themselves
+    # (the chapters before and after it, by their own prev/next links) as its sources.
+    g = book_graph()
+    guess = g.nodes[B + "/guess.html"]
+    guess.status, guess.fetched = 404, False
+    apply_outlines(g, toc_outline())
+    rows = audit(g)["broken_links"]
+    assert [row["url"] for row in rows] == [B + "/guess.html"]
+    sources = {source["url"]: source for source in rows[0]["sources"]}
+    assert sorted(sources) == [B + "/concepts.html", B + "/start/hello/cargo.html", B + "/toc.html"]
+    table = sources[B + "/toc.html"]
+    assert table["anchor"] == "2. A guessing game" and table["shown_on"] == len(CHAPTERS) - 1
+    assert "shown_on" not in sources[B + "/concepts.html"]
+    text = audit_markdown(audit(g))
+    assert (
+        f"- {B}/guess.html (404), linked from the table of contents {B}/toc.html "
+        f"(shown on {len(CHAPTERS) - 1} pages) and 2 pages"
+    ) in text

@@ -94,12 +94,9 @@ class Audit:
 
 
 def top_findings(report: dict) -> str:
-    """The findings the audit made, most rows first, as a short markdown list."""
+    """The findings the audit made, what to fix first first, as a short markdown list."""
     counts = report["summary"]
-    found = sorted(
-        ((counts[key], label) for key, label in FINDINGS if counts[key]),
-        key=lambda item: (-item[0], item[1]),
-    )
+    found = [(counts[key], label) for key, label in FINDINGS if counts[key]]
     head = f"site audit of {counts['pages']} pages"
     if report["graph_truncated"]:
         head += " (link graph truncated: " + ", ".join(report["skipped"]) + " not checked)"

@@ -8,7 +8,10 @@ Policies:
 
 * A *broken link* is a link to a URL that answered 4xx/5xx or failed to fetch (a fetch
   error class of the crawl report). A link to a redirect whose chain ends at such a URL
-  is a broken link too: its source is listed with ``via``, the URL it linked.
+  is a broken link too: its source is listed with ``via``, the URL it linked. A link of a
+  table of contents that pages load in a frame (mdBook's) is one link to fix, written in
+  the table: its source is the table, with ``shown_on``, how many pages show it; the
+  pages' sources are the links they write themselves.
 * A redirect *chain* is listed when it takes more than one hop from a URL nothing
   redirects to (a link target, the start, a sitemap entry); a *loop* once, rotated to
   start at its smallest URL; a chain that runs into a loop is reported as the loop.
@@ -122,11 +125,21 @@ def _tried(node) -> bool:
 
 def broken_links(graph: Graph, inlinks: dict) -> list[dict]:
     found: dict[str, list[dict]] = defaultdict(list)
+    shown_on = Counter(
+        frame for url, node in graph.nodes.items() if is_page(node) for frame in node.frames
+    )
     for target, sources in inlinks.items():
         hops, loops = chain(graph, target)
         end = hops[-1]
-        if not loops and _broken(graph.nodes.get(end)):
-            found[end] += _sources(sources, None if end == target else target)
+        if loops or not _broken(graph.nodes.get(end)):
+            continue
+        via = None if end == target else target
+        own = {s: a for s, a in sources.items() if target not in graph.framed.get(s, ())}
+        found[end] += _sources(own, via)
+        for table, entries in graph.tables.items():
+            if target in entries and len(own) < len(sources):
+                row = {"url": table, "anchor": entries[target], "via": via}
+                found[end].append({**row, "shown_on": shown_on[table]})
     rows = []
     for url in sorted(found):
         node = graph.nodes[url]
@@ -229,29 +242,30 @@ def depth(graph: Graph, pages: list[str], max_depth: int) -> dict:
     }
 
 
-# The findings the markdown summary lists, in its order: (summary count, label).
+# The findings the summaries list, in the order a site owner fixes them: what fails a
+# reader first (links that lead nowhere), then what search engines and crawlers trip on,
+# then the polish; missing descriptions last (documentation pages rarely have one).
 FINDINGS = (
     ("broken_links", "broken links"),
-    ("redirect_chains", "redirect chains of more than one hop"),
     ("redirect_loops", "redirect loops"),
-    ("links_to_redirects", "links to a redirect"),
+    ("redirect_chains", "redirect chains of more than one hop"),
     ("orphans", "orphans (in the sitemap, linked from no page)"),
-    ("noindex", "noindex pages"),
-    ("robots_blocked", "linked pages blocked by robots.txt"),
     ("canonical", "bad canonicals"),
-    ("exact_duplicate_groups", "groups of exact duplicates"),
-    ("near_duplicate_groups", "groups of near-duplicates"),
-    ("duplicate_titles", "duplicate titles"),
+    ("robots_blocked", "linked pages blocked by robots.txt"),
     ("missing_titles", "missing titles"),
+    ("exact_duplicate_groups", "groups of exact duplicates"),
+    ("links_to_redirects", "links to a redirect"),
+    ("duplicate_titles", "duplicate titles"),
+    ("near_duplicate_groups", "groups of near-duplicates"),
+    ("noindex", "noindex pages"),
+    ("too_deep", "pages deeper than the maximum depth"),
     ("duplicate_descriptions", "duplicate descriptions"),
     ("missing_descriptions", "missing descriptions"),
-    ("too_deep", "pages deeper than the maximum depth"),
 )
-EXAMPLES = 5  # rows shown per finding in the markdown summary
 
 
 def audit_markdown(report: dict) -> str:
-    """The report's summary as markdown: each finding with its count and first rows."""
+    """The report's summary as markdown: each finding with its count and all its rows."""
     counts = report["summary"]
     lines = [
         f"# Site audit: {report['start']}",
@@ -272,10 +286,16 @@ def audit_markdown(report: dict) -> str:
         examples = _examples(report, key)
         if examples:
             lines += ["", f"## {label[0].upper()}{label[1:]}", ""]
-            lines += [f"- {text}" for text in examples[:EXAMPLES]]
-            if len(examples) > EXAMPLES:
-                lines.append(f"- ... and {len(examples) - EXAMPLES} more")
+            lines += [f"- {text}" for text in examples]
     return "\n".join(lines) + "\n"
+
+
+def _linked_from(sources: list[dict]) -> str:
+    """ "3 pages", "the table of contents T (shown on 110 pages) and 3 pages"."""
+    tables = [f"the table of contents {s['url']} (shown on {s['shown_on']} pages)"
+              for s in sources if "shown_on" in s]  # fmt: skip
+    pages = len(sources) - len(tables)
+    return " and ".join([*tables, f"{pages} pages"] if pages or not tables else tables)
 
 
 def _examples(report: dict, key: str) -> list[str]:
@@ -286,7 +306,7 @@ def _examples(report: dict, key: str) -> list[str]:
 
     rows = {
         "broken_links": lambda: [
-            f"{r['url']} ({status(r)}), linked from {len(r['sources'])} pages"
+            f"{r['url']} ({status(r)}), linked from {_linked_from(r['sources'])}"
             for r in report["broken_links"]
         ],
         "redirect_chains": lambda: [

@@ -51,6 +51,10 @@ class Graph:
     # page URL -> the entry a table of contents nests it under (crawlyx.graph.outline): the
     # tree's first choice of parent.
     outline: dict[str, str] = field(default_factory=dict)
+    # page URL -> the links it has only from the tables of contents it embeds, and table
+    # URL -> {entry URL: anchor text}: the audit reports a table's link once, at the table.
+    framed: dict[str, set[str]] = field(default_factory=dict)
+    tables: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def node(self, url: str) -> Node:
         """The node of ``url``, made empty if the graph has none yet."""

@@ -51,6 +51,7 @@ def apply_outlines(graph: Graph, outlines: dict[str, list]) -> None:
         written: dict[str, str | None] = {}  # entry -> its parent entry, as the table has it
         for link, _fetched, _fingerprint, parent, anchor in outlines[frame]:
             written[link] = parent
+            graph.tables.setdefault(frame, {}).setdefault(link, anchor)
             graph.node(link)
             source = _page_above(graph, parent, written)
             for page in [source] if source is not None else embedders[frame]:
@@ -62,6 +63,7 @@ def apply_outlines(graph: Graph, outlines: dict[str, list]) -> None:
     # reading order, crawlyx.graph.tree), each with the page's own anchor text if any.
     for page, links in derived.items():
         own = graph.links.get(page, {})
+        graph.framed[page] = set(links) - set(own)
         graph.links[page] = {link: own.get(link, anchor) for link, anchor in links.items()}
         graph.links[page].update(own)
 
