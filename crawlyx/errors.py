@@ -166,11 +166,15 @@ class ErrorLog:
         *,
         status: int | None = None,
         depth: int | None = None,
+        holder: str | None = None,
     ):
+        """``holder``: of an alias (a page written once), the URL it is written under."""
         if error_class not in ERROR_CLASSES:
             raise ValueError(f"unknown error class {error_class!r}")
         if self.graph is not None and error_class not in ALIASES:
             self.graph.outcome(url, error_class, status=status, depth=depth)
+        elif self.graph is not None and holder is not None:
+            self.graph.written_as(url, holder)
         from crawlyx.extensions.telemetry import tally_of  # it imports the middlewares
 
         tally = tally_of(self.crawler)

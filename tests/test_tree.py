@@ -191,3 +191,17 @@ def test_without_a_description_the_summary_is_the_start_pages_first_paragraph():
     )
     assert lede("# Only a heading\n\n- and a list") is None
     assert lede("word " * 100, limit=50).endswith("…")
+
+
+def test_a_page_written_under_another_url_is_not_listed_as_one():
+    # /contact's document is written under /a (a copy): llms.txt and llms-full.txt leave it
+    # out, the tree says where it is.
+    graph = tree_graph()
+    graph.nodes[B + "/contact"].written_as = B + "/a"
+    tree = build_tree(graph)
+    assert f"- [Title /contact]({B}/contact)" not in llms_txt(tree, graph)
+    assert f"  - [Title /contact]({B}/contact) (written as {B}/a)" in tree_markdown(tree, graph)
+    out = io.StringIO()
+    written = write_llms_full(tree, graph, lambda url: f"# {url}", out)
+    assert written == len(EXPECTED) - 2  # nor /noidx, opted out
+    assert f"Source: {B}/contact\n" not in out.getvalue()

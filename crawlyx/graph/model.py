@@ -36,6 +36,8 @@ class Node:
     summary: str | None = None
     # Tables of contents the page loads in a noscript frame (crawlyx.graph.outline).
     frames: tuple[str, ...] = ()
+    # A page whose document is written under another URL (a copy, an alias): not listed.
+    written_as: str | None = None
 
 
 @dataclass

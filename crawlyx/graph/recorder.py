@@ -191,6 +191,11 @@ class GraphRecorder:
             fields["p"] = depth
         self._add(Record(url, fields))
 
+    def written_as(self, url: str, holder: str) -> None:
+        """The page at ``url`` is no item of its own: its document is written under
+        ``holder`` (a copy, an alias of its canonical)."""
+        self._add(Record(url, {"w": holder}))
+
     def content_hash(self, url: str, digest: str) -> None:
         self._add(Record(url, {"h": digest}))
 

@@ -54,6 +54,7 @@ FIELDS = {
     "m": "in_sitemap",  # 1
     "u": "summary",  # the start page's only
     "i": "frames",  # list of URLs: the tables of contents the page loads in a noscript frame
+    "w": "written_as",  # the URL its document is written under (a copy, an alias)
 }
 
 # KEYS: ids, meta, links, nodes, sigs, labels.

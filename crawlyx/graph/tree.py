@@ -200,13 +200,17 @@ def tree_markdown(tree: Tree, graph: Graph) -> str:
     for level, node in tree.walk():
         if node is first:
             lines += ["", "## Not linked from the start page", ""]
-        lines.append(f"{'  ' * level}- {titles.link(node.url)}")
+        holder = graph.nodes[node.url].written_as
+        same = f" (written as {holder})" if holder else ""
+        lines.append(f"{'  ' * level}- {titles.link(node.url)}{same}")
     return "\n".join(lines) + "\n"
 
 
 def listed(graph: Graph, url: str) -> bool:
-    """In llms.txt and llms-full.txt: not opted out (noindex, noai)."""
-    return not set(graph.nodes[url].robots) & set(OPT_OUT)
+    """In llms.txt and llms-full.txt: not opted out (noindex, noai), and written under its
+    own URL (not a copy of another page, nor an alias of its canonical)."""
+    node = graph.nodes[url]
+    return not set(node.robots) & set(OPT_OUT) and node.written_as is None
 
 
 def _line(graph: Graph, titles: Titles, url: str) -> str:

@@ -150,7 +150,11 @@ class CopiesPipeline:
         self.stats.inc_value("crawlyx/copies/dropped")
         spider = self.crawler.spider
         spider.errors.record(
-            item["url"], "duplicate", f"same markdown as {owner}", item.get("referrer")
+            item["url"],
+            "duplicate",
+            f"same markdown as {owner}",
+            item.get("referrer"),
+            holder=owner,
         )
         quota = getattr(spider, "quota", None)
         if quota is not None:  # no page written: its max_pages slot is free again

@@ -383,7 +383,7 @@ class SiteSpider(Spider):
             # The holder is crawled as a link of this page, if no one has it yet.
             offered = self._offered({holder: (holder, normalized_fingerprint(holder))})
             yield from self._requests(offered, depth + 1, url)
-            self.errors.record(url, "alias", f"canonical {holder}", referrer)
+            self.errors.record(url, "alias", f"canonical {holder}", referrer, holder=holder)
             if self.graph is not None:  # read: the audit knows it as the page it is
                 self.graph.page(url, depth, page, directives, facts["status"])
             return
