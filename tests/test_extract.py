@@ -1408,3 +1408,28 @@ def test_a_docs_category_page_keeps_its_cards():
     md = page_markdown(html, "https://docs.example/docs/category/extras")
     assert md.startswith("# Extras\n\n")
     assert "Manage Docs Versions" in md and "Translate the docs to French." in md
+
+
+def test_a_docs_page_that_is_its_title_alone_is_that_title():
+    # An empty module: its top bar repeats the title, its heading has a button; an LLM
+    # corpus keeps the page, headed once.
+    html = RUSTDOC.format(
+        title="genomes::empty", item="Module empty", heading="Module empty", body=""
+    )
+    html = html.replace("<body class=\"rustdoc fn\">", '<body class="rustdoc mod"><rustdoc-topbar>'
+                        '<h2><a href="#">Module empty</a></h2></rustdoc-topbar>')  # fmt: skip
+    assert page_markdown(html, "https://docs.example/genomes/empty/index.html") == (
+        "# Module empty\n"
+    )
+
+
+def test_a_back_to_top_link_is_no_text():
+    html = (
+        '<html><head><title>Usage - Acme</title><script src="_static/documentation_options.js">'
+        '</script></head><body><article role="main"><a href="#" class="back-to-top muted-link">'
+        'Back to top</a><section id="usage"><h1>Usage</h1><p>Call the function with a path '
+        "and read what it returns, line by line.</p></section></article></body></html>"
+    )
+    assert page_markdown(html, "https://docs.example/usage.html") == (
+        "# Usage\n\nCall the function with a path and read what it returns, line by line.\n"
+    )

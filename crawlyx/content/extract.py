@@ -127,7 +127,8 @@ _CONTENT = re.compile(
 # Controls whose own text is a few words; one holding more was left open by the markup.
 _CONTROLS = frozenset({"button", "label"})
 CONTROL_WORDS = 50
-_BUTTON = re.compile(r"button|\bbtn\b", re.IGNORECASE)  # a link's class, drawn as one
+# A link's class, drawn as a button (or a "back to top" link, furo's, a theme's arrow).
+_BUTTON = re.compile(r"button|\bbtn\b|back-to-top|scroll-to-top", re.IGNORECASE)
 BUTTON_WORDS = 3
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 # Text only for screen readers repeats what the page shows.
@@ -1161,7 +1162,9 @@ _MAIN = ("main", "article")
 
 
 def _heading_text(el) -> str:
-    return " ".join(_text(el).split()).rstrip(_PERMALINK_MARKS)
+    """A heading's words as the reader sees them: not its buttons' ("Copy item path")."""
+    text = "".join(el.xpath(".//text()[not(ancestor::button)]"))
+    return " ".join(text.split()).rstrip(_PERMALINK_MARKS)
 
 
 def _titles(doc) -> list[str]:
@@ -1239,10 +1242,14 @@ def site_names(doc, title: str | None) -> frozenset[str]:
 def _ensure_title(root, title: str | None, names: frozenset[str] = frozenset()):
     """Step 4: exactly one top heading, the page's title. Headings that open the page
     saying the site's name (``names``: :func:`site_names`), a menu bar's or a header's,
-    are the site's chrome, on every page: they go."""
-    for heading in list(root.iter(*_HEADINGS)) if names else ():
-        text = _heading_text(heading)
-        if text == title or text.lower() not in names:
+    are the site's chrome, on every page, and so is a lesser heading before the page's h1
+    that repeats it (a top bar's, rustdoc's): they go."""
+    headings = list(root.iter(*_HEADINGS))
+    h1s = {_heading_text(h).lower() for h in headings if h.tag == "h1"}
+    for heading in headings:
+        text = _heading_text(heading).lower()
+        repeat = heading.tag != "h1" and text in h1s
+        if text == (title or "").lower() or not (text in names or repeat):
             break
         _drop(heading)
     h1s = list(root.iter("h1"))
@@ -1318,8 +1325,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     # its own tree of what is left, which reuses their memory (a big page's peak is lower
     # by a sixth).
     del stats
-    if _title_only(root):
-        return ""
+    if page_type != "documentation" and _title_only(root):
+        return ""  # a docs page that is its title alone (an empty module) is still a page
     href = base.get("href") if base is not None else None
     markdown = element_to_markdown(root, url, links, href)
     # An API reference repeats itself (two methods, one docstring); a figure's caption
