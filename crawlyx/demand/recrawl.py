@@ -53,6 +53,7 @@ class Recrawl:
         self.histograms: dict[str, tuple[float, Histogram]] = {}
         self.logged_at: float | None = None  # when the rung histogram was last logged
         self._rows: list[tuple] = []  # registry rows for the crawl core's next batch
+        self._unwritten: list[tuple] = []  # (registry, URL) of copies, for that batch too
         self.core = None
         self.idle: dict[str, str] = {}  # site -> why a refresh run found nothing due
 
@@ -93,6 +94,17 @@ class Recrawl:
         core.wake()
         return answer
 
+    def unwritten(self, url: str) -> None:
+        """The page read from ``url`` was not written: another page holds its document (a
+        copy). The next crawl fetches it without conditions and writes it unless it is a
+        copy still (its twin may have changed meanwhile)."""
+        registry, core = self.registry(url), self._core()
+        if not core.live:
+            registry.unwritten(url)
+            return
+        self._unwritten.append((registry, url))
+        core.wake()
+
     def _count(self, changed) -> None:
         """A refresh run counts what changed; a full crawl reads every page and emits it,
         and has no refresh stats."""
@@ -107,19 +119,28 @@ class Recrawl:
 
     def take(self):
         """The crawl core's party: the registry rows of the pages read since the last batch."""
-        if not self._rows:
+        if not self._rows and not self._unwritten:
             return None
         rows, self._rows = self._rows, []
+        unwritten, self._unwritten = self._unwritten, []
         core = self.core
 
         def commands(pipe) -> int:
             for _, registry, *row in rows:
                 registry.fetched(*row, client=pipe, core=core)
-            return len(rows)
+            for registry, url in unwritten:
+                registry.unwritten(url, client=pipe, core=core)
+            return len(rows) + len(unwritten)
 
         def handle(results) -> None:
             if isinstance(results, Exception):
-                results = [results] * len(rows)
+                results = [results] * (len(rows) + len(unwritten))
+            results, copies = results[: len(rows)], results[len(rows) :]
+            for copy, result in zip(unwritten, copies, strict=True):
+                if retryable(result):
+                    self._unwritten.append(copy)  # sent again with the next batch
+                elif isinstance(result, Exception):
+                    logger.error("The page registry refused a copy's row: %s", result)
             failed = []
             for row, result in zip(rows, results, strict=True):
                 if retryable(result):

@@ -97,6 +97,22 @@ return 0
 """
 )
 
+# KEYS: pages. ARGV: id. A page whose document no output holds under its URL (a copy of
+# another page's): its content hash and validators are forgotten, so that it is fetched
+# without conditions next time and written unless it is a copy still. Its interval and
+# due time stay.
+_UNWRITTEN = (
+    _SPLIT
+    + """
+local row = redis.call('HGET', KEYS[1], ARGV[1])
+if not row then return 0 end
+local f = split(row)
+f[3], f[4], f[5] = '', '', ''
+redis.call('HSET', KEYS[1], ARGV[1], join(f))
+return 1
+"""
+)
+
 # KEYS: pages, rungs, rungs:dry, writes. ARGV: id, field (interval | shadow), new
 # interval. A page with no shadow of its own has its real interval as its shadow, so a
 # real move moves the dry histogram too. Returns 1 when written.
@@ -190,6 +206,7 @@ class Registry:
         self._fetched = state.client.register_script(_FETCHED)
         self._move = state.client.register_script(_MOVE)
         self._forget = state.client.register_script(_FORGET)
+        self._unwritten = state.client.register_script(_UNWRITTEN)
 
     @classmethod
     def from_settings(cls, state: State, site: str, settings) -> Registry:
@@ -243,6 +260,15 @@ class Registry:
             core.script(client, self._fetched, keys, args)
             return None
         return bool(self._fetched(keys=keys, args=args))
+
+    def unwritten(self, url: str, client=None, core=None) -> None:
+        """The page at ``url``, fetched, was written under another URL (see _UNWRITTEN);
+        with a pipeline as ``client``, queued on it through the crawl ``core``."""
+        keys, args = [self.key("pages")], [page_id(url)]
+        if core is not None:
+            core.script(client, self._unwritten, keys, args)
+        else:
+            self._unwritten(keys=keys, args=args)
 
     def page(self, url: str) -> Page | None:
         return _page(self.state.client.hget(self.key("pages"), page_id(url)))

@@ -28,6 +28,9 @@ The policy, safe against a process killed at any moment:
   answering differently when fetched again (changed, gone), which leaves the document
   under none of its addresses for this job.
 * a page whose markdown is empty is no copy of anything: not claimed.
+* a copy dropped is no output's under its URL: the page registry forgets its content hash
+  and validators (crawlyx/demand/registry.py), so a later refresh run fetches it without
+  conditions and writes it if it is no copy any more (its twin changed meanwhile).
 
 A refresh run that starts a finished job afresh starts with no claims (crawlyx.frontier.jobs).
 CRAWLYX_COPIES_ENABLED=false turns this off (every page is written, as the audit's
@@ -156,6 +159,7 @@ class CopiesPipeline:
             item.get("referrer"),
             holder=owner,
         )
+        spider.recrawl.unwritten(item["url"])  # written by the next crawl if no copy then
         quota = getattr(spider, "quota", None)
         if quota is not None:  # no page written: its max_pages slot is free again
             quota.put_back()
