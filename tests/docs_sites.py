@@ -34,8 +34,9 @@ def _body(title: str) -> str:
     return f"<p>{title}: {WORDS}</p><p>Read the pages in the order the menu gives them.</p>"
 
 
-def _list(path: str, item) -> str:
-    """The navigation as nested lists, one item per page (``item(href, title)``)."""
+def _list(path: str, item: str, link: str = "") -> str:
+    """The navigation as nested lists, one item (of class ``item``, its link of class
+    ``link``) per page."""
     out, open_sub = ["<ul>"], False
     for target, title, parent in PAGES:
         if parent and not open_sub:
@@ -44,7 +45,8 @@ def _list(path: str, item) -> str:
         elif not parent and open_sub:
             out.append("</ul>")
             open_sub = False
-        out.append(item(_root(path) + target, title))
+        href = _root(path) + target
+        out.append(f'<li class="{item}"><a class="{link}" href="{href}">{title}</a></li>')
     out.append("</ul></ul>" if open_sub else "</ul>")
     return "".join(out)
 
@@ -73,21 +75,15 @@ def mdbook(path: str, title: str) -> str:
 
 
 def mdbook_toc() -> str:
-    items = lambda href, title: f'<li class="chapter-item"><a href="{href}">{title}</a></li>'  # noqa: E731
     return (
         '<!doctype html><html><head><base target="_parent"></head><body><ol class="chapter">'
-        + _list("toc.html", items).replace("<ul>", "<ol>").replace("</ul>", "</ol>")
+        + _list("toc.html", "chapter-item").replace("<ul>", "<ol>").replace("</ul>", "</ol>")
         + "</ol></body></html>"
     )
 
 
 def sphinx(path: str, title: str) -> str:
-    toc = _list(
-        path,
-        lambda href, t: (
-            f'<li class="toctree-l1"><a class="reference internal" href="{href}">{t}</a></li>'
-        ),
-    )
+    toc = _list(path, "toctree-l1", "reference internal")
     return f"""<!doctype html><html lang="en"><head>
 <title>{title} - {SITE} 2.1 documentation</title>
 <script src="{_root(path)}_static/documentation_options.js"></script></head><body>
@@ -101,12 +97,7 @@ documentation</span></a><div class="sidebar-tree">{toc}</div></div></aside>
 
 
 def mkdocs(path: str, title: str) -> str:
-    nav = _list(
-        path,
-        lambda href, t: (
-            f'<li class="md-nav__item"><a class="md-nav__link" href="{href}">{t}</a></li>'
-        ),
-    )
+    nav = _list(path, "md-nav__item", "md-nav__link")
     return f"""<!doctype html><html lang="en"><head>
 <meta name="generator" content="mkdocs-1.6.1, mkdocs-material-9.6.15">
 <title>{title} - {SITE}</title></head><body><header class="md-header"><nav class="md-header__inner">
@@ -120,12 +111,7 @@ def mkdocs(path: str, title: str) -> str:
 
 
 def docusaurus(path: str, title: str) -> str:
-    menu = _list(
-        path,
-        lambda href, t: (
-            f'<li class="menu__list-item"><a class="menu__link" href="{href}">{t}</a></li>'
-        ),
-    )
+    menu = _list(path, "menu__list-item", "menu__link")
     return f"""<!doctype html><html lang="en"><head>
 <meta name="generator" content="Docusaurus v3.10.2">
 <title>{title} | {SITE}</title><meta property="og:title" content="{title} | {SITE}"></head><body>

@@ -1183,29 +1183,29 @@ def page_title(doc, docs: bool = False) -> str | None:
     as an h1 in its menu bar or header (an mdBook's, a logo's) is never the headline,
     though the <title> names it too: "Suffix Array - Bioinformatics with Rust"."""
     titles = _titles(doc)
-    h1s = [h for h in doc.iter("h1") if _heading_text(h)]
+    h1s = {h: text for h in doc.iter("h1") if (text := _heading_text(h))}
     # Named after the headline's place in the <title> (a forum's thread title in its
     # header bar), an h1 is no site name.
     later = {p.lower() for t in titles for p in _TITLE_SEPARATORS.split(t)[1:]}
     later.update(n.lower() for n in attribute_values(doc, "meta", "content", *_SITE_NAME))
-    chrome = {h for h in h1s if _heading_text(h).lower() in later and _in_chrome(h)}
+    chrome = {h for h, text in h1s.items() if text.lower() in later and _in_chrome(h)}
     candidates = sorted(
         (h for h in h1s if h not in chrome), key=lambda h: _inside(h, _MAIN) is None
     )
     # The one the <title>'s headline part names first ("ORM Quick Start" of "ORM Quick
     # Start — SQLAlchemy 2.0 Documentation", not the site's name in its own h1).
-    for names in ([_TITLE_SEPARATORS.split(t)[0] for t in titles], titles):
+    for names in ([_TITLE_SEPARATORS.split(t)[0].lower() for t in titles], titles):
         for h1 in candidates:
-            if any(_heading_text(h1).lower() in name.lower() for name in names):
-                return _heading_text(h1)
+            if any(h1s[h1].lower() in name.lower() for name in names):
+                return h1s[h1]
     # "Headline - Site" / "Site | Headline": the longest part that is not the name the
     # header shows is the headline (an og:title that is that name alone tells nothing).
-    shown = {_heading_text(h).lower() for h in chrome}
+    shown = {h1s[h].lower() for h in chrome}
     for text in titles:
         parts = [part for part in _TITLE_SEPARATORS.split(text) if part.lower() not in shown]
         if parts:
             return parts[0] if docs else max(parts, key=len)
-    return _heading_text(h1s[0]) if h1s else (titles[0] if titles else None)
+    return next(iter(h1s.values()), titles[0] if titles else None)
 
 
 def _in_chrome(el) -> bool:
