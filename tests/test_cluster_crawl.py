@@ -10,10 +10,10 @@ import sys
 import time
 
 from crawlyx.frontier.state import connect_url
-from tests.conftest import crawl_command, crawl_env, read_items
+from tests.conftest import Gate, crawl_command, crawl_env, lease_owners, past_the_start, read_items
 from tests.site import SiteServer
 
-# Two requests at a time per host, so that two processes both take part.
+# Two requests at a time per host: the crawl lasts long enough to share, or to be killed.
 SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
 
 
@@ -44,8 +44,16 @@ def urls_of(*outs) -> list[str]:
 
 def test_two_processes_share_a_job_on_a_cluster_its_frontier_on_every_node(tmp_path, redis_cluster):
     with SiteServer(generated=150, latency=0.05) as site:
+        gate = Gate(site, "respond", past_the_start)  # until both lease pages (conftest)
         runs = [spawn(tmp_path, redis_cluster, site, name, "on-cluster") for name in "ab"]
+        nodes = redis_cluster.nodes()
+        try:
+            both = gate.open_when(lambda: len(lease_owners(nodes, "on-cluster")) == 2)
+        finally:
+            for node in nodes:
+                node.close()
         logs = [proc.communicate(timeout=240)[1] for proc, _ in runs]
+        assert both, "the second process never leased a page"
         assert [proc.returncode for proc, _ in runs] == [0, 0], [log[-2000:] for log in logs]
         urls = urls_of(*(out for _, out in runs))
         assert len(urls) == len(set(urls)), "a page was emitted twice"

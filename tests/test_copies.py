@@ -13,7 +13,7 @@ import redis
 from crawlyx.frontier.state import State
 from crawlyx.pipelines.copies import ContentClaims
 from tests.alias_site import AliasSite
-from tests.conftest import crawl_command, crawl_env, read_items
+from tests.conftest import Gate, crawl_command, crawl_env, lease_owners, read_items
 from tests.test_jobs import listed
 
 # Two requests at a time: the crawl lasts long enough to share, or to be killed midway.
@@ -82,6 +82,8 @@ def test_two_processes_write_each_document_once(tmp_path, redis_url):
     settings = {"CRAWLYX_REDIS_URL": redis_url, **SLOW_HOST}
     job = f"copies-shared-{time.monotonic_ns()}"
     with AliasSite(docs=30, latency=0.1) as site:
+        # The documents held until both processes lease some (tests/conftest.py).
+        gate = Gate(site, "answer", lambda path: path.startswith("/docs/"))
         procs, outs, errors = [], [], []
         for name in ("a", "b"):
             out, err = tmp_path / f"{name}.jsonl", tmp_path / f"{name}-errors.jsonl"
@@ -99,7 +101,13 @@ def test_two_processes_write_each_document_once(tmp_path, redis_url):
             )
             outs.append(out)
             errors.append(err)
+        client = redis.Redis.from_url(redis_url)
+        try:
+            both = gate.open_when(lambda: len(lease_owners([client], job)) == 2)
+        finally:
+            client.close()
         logs = [proc.communicate(timeout=180)[1] for proc in procs]
+        assert both, "the second process never leased a page"
         assert [proc.returncode for proc in procs] == [0, 0], logs
     items = [read_items(out) for out in outs]
     # Both processes took part: each wrote pages, or found copies.

@@ -275,12 +275,13 @@ def test_a_crawl_without_job_is_named_and_its_keys_expire(site, crawl, redis_cli
     assert any(b":robots:" in key for key in keys) and any(b":host:" in key for key in keys)
     ttls = {key: redis_client.ttl(key) for key in keys}
     kept = {key: ttl for key, ttl in ttls.items() if b":robots:" not in key}
-    assert all(week - 120 < ttl <= week for ttl in kept.values()), ttls
+    # (Within minutes of a week: the second crawl ran since, slowly on a loaded machine.)
+    assert all(week - 600 < ttl <= week for ttl in kept.values()), ttls
     assert all(0 < ttl <= 86400 for key, ttl in ttls.items() if key not in kept)  # their own
     # Run again by name (finished: a refresh run starts it afresh), it still expires.
     again = crawl(f"start={start_url(site)}", f"job={name}", "refresh=1")
     assert again.returncode == 0, again.log[-3000:]
-    assert week - 120 < redis_client.ttl(f"crawlyx:{{{name}}}:visited") <= week
+    assert week - 600 < redis_client.ttl(f"crawlyx:{{{name}}}:visited") <= week
 
 
 def test_progress_line_and_summary(crawl):

@@ -7,10 +7,13 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
+import psutil
 import pytest
+import redis
 
-from tests.conftest import crawl_command, crawl_env, read_items
+from tests.conftest import Gate, crawl_command, crawl_env, lease_owners, past_the_start, read_items
 from tests.site import SiteServer
 
 # Two requests at a time per host: the adaptive window is the per-host limit.
@@ -23,6 +26,7 @@ def start_url(site) -> str:
 
 def test_two_processes_share_one_crawl(tmp_path, redis_url):
     with SiteServer(generated=150, latency=0.1) as site:
+        gate = Gate(site, "respond", past_the_start)  # until both lease pages (conftest)
         procs, outs = [], []
         for name in ("a", "b"):
             out = tmp_path / f"{name}.jsonl"
@@ -40,7 +44,13 @@ def test_two_processes_share_one_crawl(tmp_path, redis_url):
                 )
             )
             outs.append(out)
+        client = redis.Redis.from_url(redis_url)
+        try:
+            both = gate.open_when(lambda: len(lease_owners([client], "shared")) == 2)
+        finally:
+            client.close()
         logs = [proc.communicate(timeout=180)[1] for proc in procs]
+        assert both, "the second process never leased a page"
         assert [proc.returncode for proc in procs] == [0, 0], logs
         items = [read_items(out) for out in outs]
     urls = [item["url"] for part in items for item in part]
@@ -99,6 +109,16 @@ def test_a_stop_pauses_the_job_and_its_name_resumes_it(tmp_path, redis_url, stop
     assert max(site.counts.values()) <= 2
 
 
+def running(socket: Path) -> list[str]:
+    """The command lines of the processes that name ``socket`` (the embedded server's)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        line = " ".join(proc.info["cmdline"] or ())
+        if str(socket) in line:
+            found.append(line)
+    return found
+
+
 def test_embedded_redis_needs_no_server(tmp_path):
     env = crawl_env()
     env.pop("CRAWLYX_REDIS_URL", None)
@@ -118,8 +138,7 @@ def test_embedded_redis_needs_no_server(tmp_path):
     assert (data / "appendonly.aof").exists() or (data / "appendonlydir").exists()
     # The last crawl out shut the server down.
     assert not (data / "redis.sock").exists()
-    running = subprocess.run(["pgrep", "-f", str(data / "redis.sock")], capture_output=True)
-    assert running.returncode == 1, running.stdout  # no redis-server left behind
+    assert not running(data / "redis.sock")  # no redis-server left behind
 
 
 def test_a_crawl_that_fails_to_start_leaves_no_embedded_server(tmp_path):
@@ -136,8 +155,7 @@ def test_a_crawl_that_fails_to_start_leaves_no_embedded_server(tmp_path):
     assert proc.returncode != 0
     data = tmp_path / ".crawlyx"
     assert (data / "redis.log").exists()  # it was started, early
-    running = subprocess.run(["pgrep", "-f", str(data / "redis.sock")], capture_output=True)
-    assert running.returncode == 1, running.stdout  # and shut down
+    assert not running(data / "redis.sock")  # and shut down
 
 
 def test_sigkill_loses_no_page_and_the_job_resumes_at_once(tmp_path, redis_url):

@@ -21,7 +21,15 @@ from crawlyx.graph.recorder import GraphRecorder
 from crawlyx.graph.store import GraphStore, Record
 from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
-from tests.conftest import crawl_command, crawl_env, free_port, read_items
+from tests.conftest import (
+    Gate,
+    crawl_command,
+    crawl_env,
+    free_port,
+    lease_owners,
+    past_the_start,
+    read_items,
+)
 from tests.site import QuietHandler, Serving, SiteServer
 
 B = "http://site.test"
@@ -234,8 +242,10 @@ def test_a_pages_links_are_the_same_whichever_page_of_its_folder_came_before():
 
 
 def crawl_graph(redis_url, tmp_path, site, job, settings=None, processes=1):
-    """Crawl ``site`` as job ``job`` with ``processes`` processes; (graph, items, logs)."""
+    """Crawl ``site`` as job ``job`` with ``processes`` processes; (graph, items, logs).
+    Several: each leases pages (the site holds them until then: see tests/conftest.py)."""
     settings = {"CRAWLYX_REDIS_URL": redis_url, **(settings or {})}
+    gate = Gate(site, "respond", past_the_start) if processes > 1 else None
     procs, outs = [], []
     for i in range(processes):
         out = tmp_path / f"{job}-{i}.jsonl"
@@ -252,10 +262,14 @@ def crawl_graph(redis_url, tmp_path, site, job, settings=None, processes=1):
             )
         )
         outs.append(out)
-    logs = [proc.communicate(timeout=180)[1] for proc in procs]
-    assert [proc.returncode for proc in procs] == [0] * processes, [log[-2000:] for log in logs]
     client = redis.Redis.from_url(redis_url)
     try:
+        every = gate is None or gate.open_when(
+            lambda: len(lease_owners([client], job)) == processes
+        )
+        logs = [proc.communicate(timeout=180)[1] for proc in procs]
+        assert every, f"not all {processes} processes leased a page"
+        assert [proc.returncode for proc in procs] == [0] * processes, [log[-2000:] for log in logs]
         graph = GraphStore(State(client, job), 0).load()
     finally:
         client.close()

@@ -87,7 +87,8 @@ def test_jobs_lists_a_finished_and_a_paused_job_and_drops_one(tmp_path, redis_ur
     assert ended["pages"] == len(read_items(done)) == len(small.expected_pages())
     assert ended["queued"] == ended["leased"] == 0
     assert ended["start"] == start_url(small)
-    assert ended["expires"] and WEEK - 120 < ended["expires_in"] <= WEEK
+    # A week from when it finished: the crawls since took minutes on a loaded machine.
+    assert ended["expires"] and WEEK - 600 < ended["expires_in"] <= WEEK
 
     paused = jobs["jobs-paused"]
     assert paused["state"] == "paused" and paused["last_stop"] == "shutdown"

@@ -131,6 +131,9 @@ class RenderSite:
 
 # Every host a render crawl here may name; the browser is refused any other unresolved.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "127.0.0.2")
+# The browser's navigation timeout for crawls whose pages must render: long enough for a
+# cold browser's first page on a loaded machine. /slow's script (30 s) times out past it.
+RENDERS = {"CRAWLYX_RENDER_TIMEOUT": 10}
 
 
 def run(crawl, tmp_path, site, mode, *args, settings=None):
@@ -159,7 +162,7 @@ def run(crawl, tmp_path, site, mode, *args, settings=None):
 
 def test_auto_renders_only_the_shell_and_keeps_http_when_rendering_fails(chromium, crawl, tmp_path):
     with RenderSite(["/js", "/plain", "/slow"]) as site:
-        result = run(crawl, tmp_path, site, "auto", settings={"CRAWLYX_RENDER_TIMEOUT": 3})
+        result = run(crawl, tmp_path, site, "auto", settings=RENDERS)
     assert result.returncode == 0, result.log[-3000:]
     items = result.by_url
     base = site.base
@@ -218,7 +221,7 @@ def test_auto_starts_no_driver_for_a_site_without_shells(chromium, crawl, tmp_pa
 
 def test_always_renders_every_page_and_refetches_over_http_on_failure(chromium, crawl, tmp_path):
     with RenderSite(["/plain", "/slow", "/moved"]) as site:
-        result = run(crawl, tmp_path, site, "always", settings={"CRAWLYX_RENDER_TIMEOUT": 3})
+        result = run(crawl, tmp_path, site, "always", settings=RENDERS)
     assert result.returncode == 0, result.log[-3000:]
     items = result.by_url
     base = site.base
@@ -246,7 +249,7 @@ def test_the_browser_cannot_follow_a_redirect_to_a_private_address(chromium, cra
         secret = f"http://127.0.0.2:{internal.port}/secret"
         internal.route("/secret", body="<html><body><h1>Secret</h1></body></html>")
         with RenderSite(["/inside"], redirects={"/inside": secret}) as site:
-            result = run(crawl, tmp_path, site, "always", settings={"CRAWLYX_RENDER_TIMEOUT": 5})
+            result = run(crawl, tmp_path, site, "always", settings=RENDERS)
     assert result.returncode == 0, result.log[-3000:]
     assert internal.paths == []  # nothing connected to 127.0.0.2, not even the browser
     assert site.counts["/inside"] == 2  # in the browser, then over plain HTTP

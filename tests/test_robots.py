@@ -241,15 +241,16 @@ def test_a_stopped_crawl_does_not_wait_out_the_outage(tmp_path, redis_url, redis
 def test_an_outsized_crawl_delay_is_capped(crawl):
     # A day between requests, as written, would hang this crawl (and the hang guard).
     with RobotsSite(body("User-agent: *\nCrawl-delay: 86400\n")) as site:
-        settings = {"RETRY_TIMES": 0, "CRAWLYX_MAX_CRAWL_DELAY": 0.5}
+        settings = {"RETRY_TIMES": 0, "CRAWLYX_MAX_CRAWL_DELAY": 1}
         result = crawl(f"start={site.base}/", "sitemap=0", settings=settings, timeout=60)
     assert result.returncode == 0, result.log[-3000:]
     assert fetched(site) == {"/", "/a", "/b", "/private/c"}
     assert result.stat("crawlyx/robots/crawl_delay_capped") == "1"  # once for the origin
-    assert "asks for a Crawl-delay of 86400 s: capped at 0.5 s" in result.log
-    # Capped, not dropped: the pages still start the capped delay apart.
+    assert "asks for a Crawl-delay of 86400 s: capped at 1 s" in result.log
+    # Capped, not dropped: the pages still start the capped delay apart (as they arrive
+    # here: a fifth of slack for how long each request travels on a busy machine).
     starts = [when for path, when in site.times if not path.startswith("/robots")]
-    assert min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.4
+    assert min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.8
 
 
 @pytest.mark.parametrize("value", ["-1", "a day", "nan"])
@@ -263,11 +264,11 @@ def test_a_bad_crawl_delay_cap_is_one_line_naming_it(value):
 
 def test_a_lock_that_expired_is_left_to_its_new_holder(redis_client):
     key = f"robots-lock-{uuid.uuid4().hex}"
-    a = FetchLock(redis_client, key, "process-a", ttl=0.2)
+    a = FetchLock(redis_client, key, "process-a", ttl=1.0)
     b = FetchLock(redis_client, key, "process-b")
     assert a.acquire()
     assert not b.acquire()  # one fetch at a time
-    time.sleep(0.3)  # A stalls past its lock's expiry, B takes it
+    time.sleep(1.5)  # A stalls past its lock's expiry, B takes it
     assert b.acquire()
     # A wakes up: renewing and releasing leave B's lock alone.
     asyncio.run(asyncio.wait_for(a.keep(), timeout=10))  # returns: the lock is lost
@@ -280,7 +281,7 @@ def test_a_lock_that_expired_is_left_to_its_new_holder(redis_client):
 
 def test_a_lock_held_through_a_long_fetch_is_renewed(redis_client):
     key = f"robots-lock-{uuid.uuid4().hex}"
-    lock = FetchLock(redis_client, key, "process-a", ttl=0.3)
+    lock = FetchLock(redis_client, key, "process-a", ttl=1.5)
 
     async def fetch_for(seconds):
         keeping = asyncio.ensure_future(lock.keep())
@@ -289,6 +290,6 @@ def test_a_lock_held_through_a_long_fetch_is_renewed(redis_client):
         keeping.cancel()
 
     assert lock.acquire()
-    asyncio.run(fetch_for(0.7))
+    asyncio.run(fetch_for(3.5))
     assert lock.release()
     assert redis_client.get(key) is None

@@ -61,16 +61,19 @@ def test_crawl_delay_holds_across_processes(tmp_path, redis_url):
     fetches = [(t, path) for t, path, _ in sorted(server.log) if path != "/robots.txt"]
     assert len(fetches) == 10
     gaps = [(round(b - a, 3), p) for (a, _), (b, p) in zip(fetches, fetches[1:], strict=False)]
-    assert min(gap for gap, _ in gaps) >= 0.9, gaps
+    # Spaced at the start in the crawls, seen as they arrive here: a fifth of slack for
+    # how long each request travels on a busy machine.
+    assert min(gap for gap, _ in gaps) >= 0.8, gaps
 
 
 def test_a_host_answering_429_backs_off_as_for_one_process(tmp_path, redis_url):
     # 60 pages of 0.1 s each. From the 10th page request on, the host answers every
-    # request with a 429 for 3.5 s. One window of 4 shared by three processes: never
+    # request with a 429 for 4.5 s. One window of 4 shared by three processes: never
     # more than 4 requests at once (three windows would allow 12); the 429s halve it to
     # the minimum, 1, in two decreases counted across all processes (each halving
-    # its own window would make six); once the processes have heard (1.5 s), the host
-    # sees one request at a time, as from one process at its minimum.
+    # its own window would make six); once the processes have heard (they report every
+    # 0.25 s; 2.5 s leaves a busy machine time), the host sees one request at a time,
+    # as from one process at its minimum.
     pages = [f"/p{i}" for i in range(60)]
     lock = threading.Lock()
     phase = {"hits": 0, "start": None, "late": 0, "late_max": 0}
@@ -86,8 +89,8 @@ def test_a_host_answering_429_backs_off_as_for_one_process(tmp_path, redis_url):
             if phase["start"] is None and phase["hits"] >= 10:
                 phase["start"] = now
             start = phase["start"]
-            if start is not None and now < start + 3.5:
-                if now > start + 1.5:
+            if start is not None and now < start + 4.5:
+                if now > start + 2.5:
                     phase["late"] += 1
                     phase["late_max"] = max(phase["late_max"], server.inflight)
                 return 429, {}, "slow down", 0.05

@@ -15,6 +15,7 @@ import logging
 import socket
 import subprocess
 import threading
+from collections import Counter
 from html import escape
 from http.server import ThreadingHTTPServer
 from ipaddress import ip_address, ip_network
@@ -1142,12 +1143,17 @@ def test_the_browser_connects_only_to_the_address_the_guard_checked(chromium, ca
                     own_lookups,
                 )
             )
-    failed = "Page.goto: net::ERR_EMPTY_RESPONSE"  # refused: closed without an answer
     assert outcomes[:4] == ["fetched 200", "failed", "closed", "closed"]
-    assert [outcome.partition(" at ")[0] for outcome in outcomes[4:]] == [failed] * 4
+    # Refused: closed without an answer. Which network error Chromium names for that
+    # (ERR_EMPTY_RESPONSE today) is its build's business; that the navigation failed is not.
+    failed = [str(outcome).startswith("Page.goto: net::ERR_") for outcome in outcomes[4:]]
+    assert failed == [True] * 4, outcomes
     assert private.paths == []  # the blocked address saw nothing
-    paths = [path for path in site.paths if path != "/favicon.ico"]
-    assert paths == ["/", "/api", "/", "/", "/socket", "/", "/hop"]
+    # The site saw the pages and what the guard allowed, once each; in what order, and
+    # whether Chromium fetched a page twice (a favicon, a retry), depends on its build.
+    paths = Counter(path for path in site.paths if path != "/favicon.ico")
+    assert set(paths) == {"/", "/api", "/socket", "/hop"}, paths
+    assert paths["/"] >= 4 and paths["/api"] == paths["/socket"] == 1, paths
     # Each refusal is logged and counted (Chromium may try a failed connection twice).
     prefix = "SSRF guard refused the browser a connection to "
     records = [r.getMessage() for r in caplog.records if r.name == "crawlyx.render.proxy"]
@@ -1346,4 +1352,5 @@ def test_an_idle_connection_is_closed():
     established, rest, idle = run(scenario())
     assert established.startswith(b"HTTP/1.1 200 ")
     assert rest == b""  # closed by the proxy
-    assert idle >= 0.3
+    # Timed from when this end read the answer, a little after the proxy's clock started.
+    assert idle >= 0.25

@@ -376,7 +376,11 @@ def test_retry_after_holds_every_request_to_the_host(crawl):
     # is in flight; /a leads to 20 slow pages, and the third of those to arrive gets
     # a 429 too, while others are in flight and more are queued. Both say
     # Retry-After: 2, and nothing may reach the server in those 2 seconds but the
-    # stragglers sent before the 429 came back.
+    # stragglers sent before the 429 came back. Nothing else was known at the first, so
+    # none may come. At the second, a busy machine may take long to read the 429: the
+    # requests it let through meanwhile may arrive, but not the page that got the 429,
+    # and no more than its window held besides (a crawl that did not pause would send
+    # the seventeen slow pages left).
     pages = [f"/p{i}" for i in range(20)]
     arrivals = []
 
@@ -402,9 +406,13 @@ def test_retry_after_holds_every_request_to_the_host(crawl):
     log = sorted(server.log)
     limited = [(t, p) for t, p, status in log if status == 429]
     assert len(limited) == 2 and limited[0][1] == "/a"
-    for (t429, path), grace in zip(limited, (0.0, 0.25), strict=True):
-        early = [(round(t - t429, 3), p) for t, p, _ in log if t429 + grace < t < t429 + 1.95]
-        assert not early, f"requests within Retry-After of the 429 on {path}: {early}"
+    # The window then was its minimum (the first 429 halved it), and grew after if at all.
+    window = int(result.stat("crawlyx/window/127.0.0.1"))
+    for (t429, path), stragglers in zip(limited, (0, window - 1), strict=True):
+        early = [(round(t - t429, 3), p) for t, p, _ in log if t429 < t < t429 + 1.95]
+        assert len(early) <= stragglers and path not in [p for _, p in early], (
+            f"requests within Retry-After of the 429 on {path}: {early}"
+        )
         assert server.statuses(path) == [429, 200]  # then fetched once, successfully
     urls = [url.removeprefix(server.base) for url in result.urls]
     assert sorted(urls) == sorted(["/", "/a", *pages])
@@ -486,7 +494,9 @@ def test_crawl_delay_spaces_request_starts(crawl):
     starts = [t for t, _, _ in sorted(server.log)]
     assert len(starts) == 6  # robots.txt, /, 4 pages
     gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:], strict=False)]
-    assert min(gaps) >= 0.9, gaps
+    # Spaced at the start in the crawl, seen as they arrive here: a fifth of slack for
+    # how long each request travels on a busy machine.
+    assert min(gaps) >= 0.8, gaps
 
 
 def test_a_stop_does_not_wait_out_a_retry_after_pause(tmp_path, redis_url, redis_client, crawl):

@@ -19,7 +19,7 @@ from scrapy.utils.test import get_crawler
 from crawlyx.content.workers import PageWorkers, WorkerDied
 from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.process import running
-from tests.conftest import crawl_command, crawl_env, read_items
+from tests.conftest import Gate, crawl_command, crawl_env, read_items
 from tests.site import SiteServer
 
 
@@ -214,8 +214,15 @@ def _page_workers(crawl_pid: int) -> list[psutil.Process]:
     return [c for c in crawl.children() if "multiprocessing.spawn" in " ".join(c.cmdline())]
 
 
+def _second_half(host: str, rid: str) -> bool:
+    return rid.startswith("/gen/") and int(rid.removeprefix("/gen/")) >= 30
+
+
 def test_a_killed_worker_loses_no_page(tmp_path, redis_url):
     with SiteServer(generated=60, latency=0.1) as site:
+        # Half the generated pages wait until the worker is killed: pages are left to read
+        # after it, however fast the crawl got there.
+        gate = Gate(site, "respond", _second_half)
         out = tmp_path / "pages.jsonl"
         settings = {"CRAWLYX_REDIS_URL": redis_url, "CRAWLYX_MARKDOWN_WORKERS": 2}
         command = crawl_command(
@@ -234,8 +241,10 @@ def test_a_killed_worker_loses_no_page(tmp_path, redis_url):
                 time.sleep(0.05)
             assert workers and proc.poll() is None, "no worker to kill mid-crawl"
             os.kill(workers[0].pid, signal.SIGKILL)  # as the OOM killer would
+            gate.open()
             log = proc.communicate(timeout=120)[1]
         finally:
+            gate.open()
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
