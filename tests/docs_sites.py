@@ -10,6 +10,8 @@ navigation, permalinks, buttons, help popups.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tests.site import QuietHandler, Serving
 
 SITE = "Genome Toolkit"
@@ -178,11 +180,15 @@ class DocsSite(Serving):
         if generator == "mdbook":
             pages["/book/toc.html"] = mdbook_toc()
         pages["/other/index.html"] = render("index.html", "Another book")
+        self.counts: Counter[str] = Counter()  # requests per page, "/book/" as its index
+        counts = self.counts
 
         class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 path = self.path.split("?")[0]
-                body = pages.get(path + "index.html" if path.endswith("/") else path)
+                path = path + "index.html" if path.endswith("/") else path
+                counts[path] += 1
+                body = pages.get(path)
                 if body is None:
                     self.reply(404, "<html><body><h1>Not found</h1></body></html>")
                 else:

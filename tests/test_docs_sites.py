@@ -42,3 +42,13 @@ def test_a_docs_site_as_its_reader_sees_it(generator, crawl, tmp_path):
         listed = [path for path, _, _ in PAGES if f"{site.base}/book/{path})" in llms.read_text()]
         positions = [llms.read_text().index(f"{site.base}/book/{path})") for path in listed]
         assert listed == [path for path, _, _ in PAGES] and positions == sorted(positions)
+
+
+def test_a_folder_and_its_index_file_are_one_page(crawl):
+    # Started at the book's folder, whose pages link its index.html: one page, one fetch.
+    with DocsSite("mdbook") as site:
+        result = crawl(f"start={site.base}/book/")
+        assert result.returncode == 0, result.log[-3000:]
+        urls = [item["url"].removeprefix(f"{site.base}/book") for item in result.items]
+        assert sorted(urls) == ["", "/alpha.html", "/alpha/depth.html", "/zeta.html"]
+        assert site.counts["/book/index.html"] == 1

@@ -3,7 +3,10 @@
 The scheduler deduplicates on fingerprints, before any downloader middleware runs,
 so normalization has to take effect here: two URLs that name the same resource
 (query order, tracking parameters, trailing slash, default port...) get one
-fingerprint, whoever created the request (the spider, a redirect, a retry).
+fingerprint, whoever created the request (the spider, a redirect, a retry). A folder's
+index file is the folder's page: ``/docs/index.html`` and ``/docs/`` are one page,
+fetched once, under whichever of the two the crawl met first (the URL is kept as
+written: a server may serve only one of them).
 """
 
 from __future__ import annotations
@@ -27,8 +30,25 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> str:
     return normalized_fingerprint(url, method, body)
 
 
+INDEX_FILES = ("index.html", "index.htm")
+
+
+def folder_page(url: str) -> str:
+    """The normalized ``url`` of a folder's index file as its folder's: "/docs/index.html"
+    is "/docs" (normalized, a folder has no trailing slash), "/index.html" is "/"."""
+    head, sep, query = url.partition("?")
+    folder, _, name = head.rpartition("/")
+    if name not in INDEX_FILES:
+        return url
+    if "/" not in folder.partition("://")[2]:
+        folder += "/"  # the site's root
+    return folder + sep + query
+
+
 def normalized_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> str:
     """:func:`url_fingerprint` of a URL that is already normalized."""
+    if "/index.htm" in url:
+        url = folder_page(url)
     digest = hashlib.sha1(f"{method} {url}\n".encode())
     if body:
         digest.update(body)
