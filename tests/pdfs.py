@@ -60,7 +60,10 @@ def print_to_pdf(
 # /usr/lib/chromium/chromium` adds the installed build's.
 
 PRINTED = Path(__file__).parent / "data" / "printed"
-PRINTED_BUILDS = sorted(path.name for path in PRINTED.iterdir() if path.is_dir())
+PRINTED_BUILDS = sorted(  # oldest build first, by version number
+    (path.name for path in PRINTED.iterdir() if path.is_dir()),
+    key=lambda version: tuple(int(part) for part in version.split(".")),
+)
 # The base the manual's link was printed with: as long as the base of any test server (a
 # port from the kernel's ephemeral range), so that serving the PDF from one moves the link.
 PRINTED_BASE = "http://127.0.0.1:65432"
