@@ -1176,13 +1176,18 @@ def _titles(doc) -> list[str]:
 
 
 def page_title(doc, docs: bool = False) -> str | None:
-    """The page's headline: the h1 that the <title> (or og:title) names, one in the
-    page's main part or article first; else the <title>'s longest part that is not the
-    site's name (on documentation, ``docs``, its first: every generator writes "Page -
-    Site", and a site's name is often the longer); else the first h1. A site's name set
-    as an h1 in its menu bar or header (an mdBook's, a logo's) is never the headline,
-    though the <title> names it too: "Suffix Array - Bioinformatics with Rust"."""
-    titles = _titles(doc)
+    """The page's headline (see :func:`_headline`)."""
+    return _headline(doc, _titles(doc), docs)
+
+
+def _headline(doc, titles: list[str], docs: bool) -> str | None:
+    """The page's headline, of its ``titles`` (:func:`_titles`): the h1 that the <title>
+    (or og:title) names, one in the page's main part or article first; else the <title>'s
+    longest part that is not the site's name (on documentation, ``docs``, its first: every
+    generator writes "Page - Site", and a site's name is often the longer); else the first
+    h1. A site's name set as an h1 in its menu bar or header (an mdBook's, a logo's) is
+    never the headline, though the <title> names it too: "Suffix Array - Bioinformatics
+    with Rust"."""
     h1s = {h: text for h in doc.iter("h1") if (text := _heading_text(h))}
     # Named after the headline's place in the <title> (a forum's thread title in its
     # header bar), an h1 is no site name.
@@ -1223,13 +1228,13 @@ def _in_chrome(el) -> bool:
     return chrome
 
 
-def site_names(doc, title: str | None) -> frozenset[str]:
+def _site_names(doc, titles: list[str], title: str | None) -> frozenset[str]:
     """What the page names its site by, lowercased: og:site_name, and the parts of its
-    <title> and og:title other than the headline ``title`` ("Bioinformatics with Rust"
-    of "Suffix Array - Bioinformatics with Rust")."""
+    ``titles`` (<title> and og:title) other than the headline ``title`` ("Bioinformatics
+    with Rust" of "Suffix Array - Bioinformatics with Rust")."""
     headline = (title or "").lower()
     names = {n.lower() for n in attribute_values(doc, "meta", "content", *_SITE_NAME)}
-    for text in _titles(doc):
+    for text in titles:
         parts = _TITLE_SEPARATORS.split(text)
         if any(part.lower() == headline for part in parts):
             names.update(part.lower() for part in parts)
@@ -1241,14 +1246,14 @@ def site_names(doc, title: str | None) -> frozenset[str]:
 
 def _ensure_title(root, title: str | None, names: frozenset[str] = frozenset()):
     """Step 4: exactly one top heading, the page's title. Headings that open the page
-    saying the site's name (``names``: :func:`site_names`), a menu bar's or a header's,
+    saying the site's name (``names``: :func:`_site_names`), a menu bar's or a header's,
     are the site's chrome, on every page, and so is a lesser heading before the page's h1
     that repeats it (a top bar's, rustdoc's): they go."""
     headings = list(root.iter(*_HEADINGS))
-    h1s = {_heading_text(h).lower() for h in headings if h.tag == "h1"}
+    h1_texts = {_heading_text(h).lower() for h in headings if h.tag == "h1"}
     for heading in headings:
         text = _heading_text(heading).lower()
-        repeat = heading.tag != "h1" and text in h1s
+        repeat = heading.tag != "h1" and text in h1_texts
         if text == (title or "").lower() or not (text in names or repeat):
             break
         _drop(heading)
@@ -1310,7 +1315,8 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     base = doc.find(".//base[@href]")
     json_ld = _json_ld(doc)
     page_type = _page_type(doc, json_ld)
-    title = page_title(doc, page_type == "documentation")
+    titles = _titles(doc)
+    title = _headline(doc, titles, page_type == "documentation")
     story = _story_data(json_ld) if page_type == "article" else None
     stats = _prune(body, page_type) or _measure(body)
     top = None
@@ -1320,7 +1326,7 @@ def document_markdown(doc, page: str | bytes, url: str, *, main_content=True, li
     root = _listing(body, stats, _container(body, stats, top))
     _drop_teasers(root, stats, url)
     _drop_link_lists(root, stats, url, page_type)
-    root = _ensure_title(_with_lead(body, root, stats), title, site_names(doc, title))
+    root = _ensure_title(_with_lead(body, root, stats), title, _site_names(doc, titles, title))
     # The counts hold a proxy object of every element: freed before the converter builds
     # its own tree of what is left, which reuses their memory (a big page's peak is lower
     # by a sixth).

@@ -205,8 +205,8 @@ def _in_scope(spider, url: str, meta: dict, sitemap: bool, shown: str) -> None:
     referrer = meta.get("crawlyx_referrer")
     if referrer is not None and not scope.contains(referrer):
         raise Refused(f"{shown}: a referrer outside the crawl's origin")
-    if not sitemap and not scope.allowed(scope.normalized(url)):
-        raise Refused(f"{shown}: {scope.refusal(scope.normalized(url))}")
+    if not sitemap and not scope.allowed(normalized := scope.normalized(url)):
+        raise Refused(f"{shown}: {scope.refusal(normalized)}")
 
 
 def _normalized(url: str) -> str | None:
