@@ -52,6 +52,8 @@ COMPONENTS = {
         # and its process_exception sees every failed attempt before RetryMiddleware
         # (550) turns it into a retry.
         "crawlyx.middlewares.window.WindowMiddleware": 950,
+        # Just before it: a page a canonical check fetched already is not fetched again.
+        "crawlyx.content.canonical.Replay": 940,
         # Every redirect hop is held to the crawl's scope, allow/deny and trap rules.
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
         "crawlyx.middlewares.redirect.MetaRefreshMiddleware": 580,

@@ -38,6 +38,9 @@ def test_a_canonical_group_is_written_once_under_its_canonical(crawl, tmp_path):
     # A canonical off the crawl's scope is never fetched.
     assert "/offscope-target" not in requests
     assert requests["/missing"] == 1  # checked once, and not crawled as a page
+    # No page fetched twice: a canonical's check is the crawl's fetch of it.
+    assert {path for path, count in requests.items() if count > 1} == set()
+    assert int(result.stat("crawlyx/canonical/replayed")) >= 1
     assert result.stat("crawlyx/canonical/aliases") == "2"
     assert result.stat("crawlyx/error/alias") == "2"
 

@@ -24,24 +24,31 @@ judges the graph, where the alias is recorded as the page it is.
 A canonical is checked by fetching it (through every downloader middleware: robots.txt,
 politeness, the SSRF guard; redirects not followed) the first time a page of this
 process names it, unless this process has read it already; the answer is kept for the
-crawl (at most :data:`MAX_KNOWN` URLs). So a canonical costs at most one fetch more per
-process, and a page with no canonical, or one naming itself, costs nothing.
-Stats: ``crawlyx/canonical/aliases``, ``checked``, and the pages kept under their own
-URL: ``off_scope``, ``unconfirmed``.
+crawl (at most :data:`MAX_KNOWN` URLs). That fetch is the crawl's fetch of the page: its
+response is kept (:data:`KEPT_BYTES` at most, the oldest given up first) and handed to
+the crawl's own request for that URL when it comes (:class:`Replay`, a downloader
+middleware), so the site sees the page requested once. A page with no canonical, or one
+naming itself, costs nothing. What this does not cover: the crawl's request for the page
+taken by another process of the job, which fetches it again.
+Stats: ``crawlyx/canonical/aliases``, ``checked``, ``replayed`` (checks that served the
+crawl's fetch), and the pages kept under their own URL: ``off_scope``, ``unconfirmed``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections import OrderedDict
 
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
+from crawlyx.render import RENDER_META
 from crawlyx.urls.normalize import normalize_url
 
 MAX_HOPS = 3  # canonicals followed along a chain to the one that names itself
 MAX_KNOWN = 10_000  # canonical checks a process keeps (then it forgets them all)
+KEPT_BYTES = 8 * 1024 * 1024  # checked responses kept for the crawl's own fetch
 CHECK_META = "crawlyx_canonical_check"
 
 
@@ -52,6 +59,9 @@ class Canonicals:
         # URL -> a future of (status, the canonical it names, normalized, or None), or
         # None when the check failed (an error, a refusal).
         self.known: dict[str, asyncio.Future] = {}
+        # URL -> the response of its check, until the crawl's own request takes it.
+        self.kept: OrderedDict[str, object] = OrderedDict()
+        self.kept_bytes = 0
 
     @property
     def stats(self):  # set once the crawl starts
@@ -110,6 +120,7 @@ class Canonicals:
             response = await self.crawler.engine.download_async(request)
         except Exception:  # refused (robots.txt, the SSRF guard), or failed
             return None
+        self._keep(url, response)
         if normalize_url(response.url) != url:
             return response.status, None
         href = None
@@ -118,6 +129,41 @@ class Canonicals:
         if href:
             return response.status, _normalized(response.urljoin(href.strip()))
         return response.status, _normalized(header_canonical(response))
+
+    def _keep(self, url: str, response) -> None:
+        if len(response.body) > KEPT_BYTES:
+            return
+        self.kept[url] = response
+        self.kept_bytes += len(response.body)
+        while self.kept_bytes > KEPT_BYTES:
+            _, oldest = self.kept.popitem(last=False)
+            self.kept_bytes -= len(oldest.body)
+
+    def take(self, request):
+        """The checked response that answers ``request``, the crawl's own fetch of the
+        page, or None. A rendered page's request is the browser's to answer."""
+        if request.method != "GET" or request.meta.get(RENDER_META) or CHECK_META in request.meta:
+            return None
+        response = self.kept.pop(normalize_url(request.url), None)
+        if response is None:
+            return None
+        self.kept_bytes -= len(response.body)
+        self.stats.inc_value("crawlyx/canonical/replayed")
+        return response.replace(request=request)
+
+
+class Replay:
+    """Answers the crawl's request for a page whose canonical check fetched it already
+    with that response (:meth:`Canonicals.take`): the page is fetched once. The last
+    before the politeness window, so robots.txt and the SSRF guard see the request as
+    any other; the response then goes through every middleware's process_response, as a
+    downloaded one does."""
+
+    def process_request(self, request, spider):
+        canonicals = getattr(spider, "canonicals", None)
+        if canonicals is None or not canonicals.kept:
+            return None
+        return canonicals.take(request)
 
 
 # One link of a Link header: <URL>, then its parameters up to the next link.
