@@ -21,6 +21,9 @@ import pkgutil
 import sys
 
 DEFAULT = "crawlyx.settings"
+# Set by the console script for the commands it runs: the lines that name a command to
+# run next (``crawlyx jobs --drop NAME``) name it the way the user can type it.
+PROGRAM_ENV = "CRAWLYX_PROGRAM"
 
 USAGE = """\
 usage: crawlyx crawl URL [scrapy crawl options]
@@ -73,6 +76,12 @@ def settings_module() -> str:
     return known[name]
 
 
+def program() -> str:
+    """How the user runs crawlyx's commands: ``crawlyx`` (the console script, from any
+    folder) or ``scrapy`` (in the checkout)."""
+    return os.environ.get(PROGRAM_ENV) or "scrapy"
+
+
 def scrapy_argv(args: list[str]) -> list[str]:
     """The scrapy command line for crawlyx's arguments; ValueError for a crawl without
     its URL."""
@@ -98,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             command = scrapy_argv(args)
             os.environ["SCRAPY_SETTINGS_MODULE"] = settings_module()
+            os.environ[PROGRAM_ENV] = "crawlyx"
         except ValueError as exc:
             print(f"crawlyx: {exc}", file=sys.stderr)
             sys.exit(2)

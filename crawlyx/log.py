@@ -33,18 +33,67 @@ SHOWN = {"crawlyx_shown": True}  # logging's extra: a line shown at any log leve
 SETTINGS_DUMP = "Overridden settings"
 
 
+def hides_info(settings) -> bool:
+    """Whether the log (``settings``) leaves INFO lines out: ``-L WARNING``, ``--nolog``."""
+    levels = logging.getLevelNamesMapping()
+    level = settings.get("LOG_LEVEL")
+    level = level if isinstance(level, int) else levels.get(str(level), logging.NOTSET)
+    return not settings.getbool("LOG_ENABLED") or level > logging.INFO
+
+
 def configure(settings) -> None:
     """For a crawl run by the crawl command, before it starts: Scrapy's settings dump at
     DEBUG, and the SHOWN lines on stderr if the log (``settings``) would hide them."""
     logging.getLogger("scrapy.crawler").addFilter(_settings_dump_at_debug)
-    levels = logging.getLevelNamesMapping()
-    level = settings.get("LOG_LEVEL")
-    level = level if isinstance(level, int) else levels.get(str(level), logging.NOTSET)
-    if settings.getbool("LOG_ENABLED") and level <= logging.INFO:
+    if not hides_info(settings):
         return
     handler = logging.StreamHandler(sys.stderr)  # the bare message
     handler.addFilter(lambda record: getattr(record, "crawlyx_shown", False))
     logging.getLogger("crawlyx").addHandler(handler)
+
+
+class ProgressLine:
+    """The crawl's progress line, written in place on a terminal whose log hides INFO
+    (the quiet ``-L WARNING``), where the progress record would not be seen: one line,
+    rewritten at each tick. A log line about to be written clears it first (it is the
+    filter of every handler writing to the same terminal), so the two never share a line."""
+
+    CLEAR = "\r\033[K"
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.shown = False
+        self._watching = False
+
+    @classmethod
+    def for_settings(cls, settings, stream=None) -> ProgressLine | None:
+        """One for a crawl logging to a terminal and hiding INFO, else None (``--nolog``
+        shows no progress)."""
+        stream = stream or sys.stderr
+        if not settings.getbool("LOG_ENABLED") or not hides_info(settings):
+            return None
+        return cls(stream) if stream.isatty() else None
+
+    def show(self, text: str) -> None:
+        if not self._watching:  # the log's handlers exist once the crawl runs
+            self._watching = True
+            for name in (None, "crawlyx"):
+                for handler in logging.getLogger(name).handlers:
+                    if getattr(handler, "stream", None) is self.stream:
+                        handler.addFilter(self)
+        self.stream.write(self.CLEAR + text)
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write(self.CLEAR)
+            self.stream.flush()
+            self.shown = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.clear()
+        return True
 
 
 def _settings_dump_at_debug(record: logging.LogRecord) -> bool:

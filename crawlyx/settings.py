@@ -74,8 +74,9 @@ CRAWLYX_COST_TARGET_PER_URL = 0.00001  # 10 per million pages
 # The log: "text" (Scrapy's lines) or "json" (one object per record; a record about a
 # URL carries the URL's fingerprint as its trace_id). See crawlyx/log.py.
 CRAWLYX_LOG_FORMAT = "text"
-# Days an unnamed crawl's job (its state in Redis) is kept after its last process stops,
-# to resume it with -a job=NAME; 0 keeps it until `scrapy jobs --drop`. Named jobs stay.
+# Days a job (its state in Redis) is kept after its last process stops, when it is
+# finished or unnamed (to resume it with -a job=NAME, or refresh it with -a refresh=1);
+# 0 keeps every job until `jobs --drop`. A paused named job stays until dropped.
 CRAWLYX_JOB_TTL_DAYS = 7.0
 # The site's link graph, kept per job in Redis as the crawl goes (crawlyx/graph/store.py):
 # each page's out-links with anchor text, every URL's outcome, redirect hops, sitemaps.

@@ -66,7 +66,7 @@ def test_crawl_jobs_and_audit_from_any_folder(site, outside):
     items = read_items(outside / "pages.jsonl")
     assert {item["url"] for item in items} == site.expected_pages()
     assert "crawlyx: job cli (resume with -a job=cli)" in result.stderr
-    assert "crawlyx: finished (finished)" in result.stderr
+    assert "crawlyx: finished:" in result.stderr
     assert (outside / ".crawlyx").is_dir()
 
     jobs = crawlyx("jobs", "--json", cwd=outside)
@@ -79,10 +79,38 @@ def test_crawl_jobs_and_audit_from_any_folder(site, outside):
     assert json.loads((outside / "audit.json").read_text())["summary"]["pages"] >= len(items)
     assert (outside / "tree.md").read_text().startswith("# ")
 
-    # The same job again: refused by the project's crawl command, status 2.
+    # The same job again: refused by the project's crawl command, status 2, with the
+    # commands to run instead as this user types them.
     again = crawlyx("crawl", start_url(site), "-O", "again.jsonl", "-a", "job=cli", cwd=outside)
     assert again.returncode == 2
     assert "crawlyx: job cli finished on " in again.stderr
+    assert again.stderr.rstrip().endswith("or crawlyx jobs --drop cli")
+    # A finished job is kept a week, and the table says so.
+    table = crawlyx("jobs", cwd=outside)
+    [row] = [line for line in table.stdout.splitlines() if line.startswith("cli ")]
+    assert " finished " in row and " 6d 23h " in row
+    assert table.stdout.rstrip().endswith(
+        "finished and unnamed jobs are kept 7 days after their last run "
+        "(CRAWLYX_JOB_TTL_DAYS); crawlyx jobs --drop NAME removes one now"
+    )
+
+
+def test_a_crawl_whose_pages_would_go_nowhere_is_refused(site, outside):
+    result = crawlyx("crawl", start_url(site), "-a", "max_pages=5", "-L", "WARNING", cwd=outside)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "crawlyx: the pages would go nowhere: add -O pages.jsonl "
+        "(or -o to append to a file, or a FEEDS setting)\n"
+    )
+    assert sum(site.counts.values()) == 0 and not (outside / ".crawlyx").exists()
+    # A feed named by the FEEDS setting is an output as -O is.
+    feeds = json.dumps({"out.jsonl": {"format": "jsonlines"}})
+    fed = crawlyx(
+        "crawl", start_url(site), "-a", "max_pages=2", "-s", f"FEEDS={feeds}", "-L", "WARNING",
+        cwd=outside,
+    )  # fmt: skip
+    assert fed.returncode == 0, fed.stderr[-3000:]
+    assert len(read_items(outside / "out.jsonl")) == 2
 
 
 def test_crawl_takes_scrapy_crawl_options(site, outside, redis_url):

@@ -75,7 +75,10 @@ def test_copies_are_written_once_and_recorded(crawl, tmp_path):
     check_each_document_once(site, result.items, error_lines(errors))
     assert result.stat("crawlyx/copies/dropped") == str(len(site.copies()))
     # The summary counts them apart from the errors.
-    assert "duplicates avoided, errors: none; written once: duplicate 10" in result.log
+    assert (
+        "links seen before, errors: none; other addresses of pages written: duplicate 10"
+        in result.log
+    )
 
 
 def test_two_processes_write_each_document_once(tmp_path, redis_url):

@@ -5,14 +5,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import pty
 import re
+import subprocess
 from urllib.parse import urlsplit
 
 import pytest
 
 from crawlyx.arguments import ArgumentError, CrawlArgs
 from crawlyx.frontier.state import State
-from tests.conftest import free_port
+from tests.conftest import crawl_command, crawl_env, free_port
 from tests.site import QuietHandler, Serving, SiteServer
 
 # Two requests at a time per host: the adaptive window is the per-host limit.
@@ -243,8 +246,8 @@ def test_resume_after_clean_stop(site, crawl, redis_client):
     assert third.returncode == 2 and third.items == []
     assert third.log.startswith("crawlyx: job resume-test finished on ")
     assert dict(site.counts) == counts
-    # A named job never expires.
-    assert redis_client.ttl("crawlyx:{resume-test}:visited") == -1
+    # A named job finished expires a week after its last run (paused, it would stay).
+    assert 7 * 86400 - 600 < redis_client.ttl("crawlyx:{resume-test}:visited") <= 7 * 86400
 
 
 JOB_LINE = re.compile(r"crawlyx: job (\S+) \(resume with -a job=(\S+)\)")
@@ -296,13 +299,49 @@ def test_progress_line_and_summary(crawl):
         result.log,
     )
     summary = re.search(
-        r"crawlyx: finished \(finished\): (\d+) pages in [\d.]+ s \([\d.]+ pages/s\), "
-        r"(\d+) duplicates avoided, errors: http_4xx 1, robots_disallowed 1",
+        r"crawlyx: finished: (\d+) pages in [\d.]+ s \([\d.]+ pages/s\), "
+        r"(\d+) links seen before, errors: http_4xx 1, robots_disallowed 1",
         result.log,
     )
     assert summary, result.log[-2000:]
     assert int(summary.group(1)) == len(result.items)
     assert int(summary.group(2)) > 0
+
+
+def test_a_quiet_crawl_on_a_terminal_shows_its_progress_in_place(tmp_path, redis_url):
+    """-L WARNING hides the progress record: on a terminal the line is drawn in place
+    instead, and cleared before any other line (here the summary)."""
+    settings = {
+        "CRAWLYX_REDIS_URL": redis_url, "CRAWLYX_PROGRESS_INTERVAL": 0.2, "LOG_LEVEL": "WARNING",
+        **SLOW_HOST,
+    }  # fmt: skip
+    with SiteServer(generated=40, latency=0.05) as site:
+        command = crawl_command(
+            tmp_path / "pages.jsonl", f"start={start_url(site)}", settings=settings
+        )
+        terminal, its_end = pty.openpty()
+        proc = subprocess.Popen(
+            command, cwd=tmp_path, env=crawl_env(), stdin=subprocess.DEVNULL,
+            stdout=its_end, stderr=its_end,
+        )  # fmt: skip
+        os.close(its_end)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(terminal, 65536)
+            except OSError:  # the crawl closed the terminal's other end
+                break
+            if not chunk:
+                break
+            shown += chunk
+        os.close(terminal)
+        assert proc.wait(timeout=120) == 0, shown[-3000:]
+    text = shown.decode()
+    progress = re.findall(r"\r\x1b\[Kcrawlyx: \d+ pages done, \d+ queued, [^\r\n]*", text)
+    assert progress, text[-3000:]
+    # In place: each drawn over by the next, or cleared; never ended by a new line.
+    assert not re.search(r"pages done[^\r]*\n", text), text[-3000:]
+    assert re.search(r"\r\x1b\[Kcrawlyx: finished: \d+ pages in ", text), text[-3000:]
 
 
 def test_the_job_line_and_the_summary_show_at_any_log_level(site, crawl):
@@ -315,15 +354,16 @@ def test_the_job_line_and_the_summary_show_at_any_log_level(site, crawl):
     )
     # The start URL redirects to another host: the scope moves with it, and says so.
     assert lines[1] == f"crawlyx: scope {site.base}/ (the start URL redirects)"
-    pages = re.search(r"^crawlyx: finished \(finished\): (\d+) pages in ", quiet.log, re.M)
+    pages = re.search(r"^crawlyx: finished: (\d+) pages in ", quiet.log, re.M)
     assert pages and int(pages[1]) == len(quiet.items) > 0
     assert " INFO: " not in quiet.log and quiet.log.count("crawlyx: finished") == 1
+    assert "pages done" not in quiet.log  # no terminal: no progress line drawn
     # Scrapy's dump of the overridden settings is logged at DEBUG, after the job's line.
     verbose = crawl(f"start={start_url(site)}", settings={"LOG_LEVEL": "DEBUG"})
     assert "INFO: Overridden settings" not in verbose.log
     job_line = verbose.log.index(f"INFO: crawlyx: job {job_name(verbose.log)} (resume")
     assert job_line < verbose.log.index("DEBUG: Overridden settings:")
-    assert verbose.log.count("crawlyx: finished (finished)") == 1
+    assert verbose.log.count("crawlyx: finished:") == 1
 
 
 def test_markdown_options(site, crawl):

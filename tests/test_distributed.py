@@ -84,7 +84,7 @@ def test_a_stop_pauses_the_job_and_its_name_resumes_it(tmp_path, redis_url, stop
         proc.send_signal(stop)
         log = proc.communicate(timeout=60)[1]
         assert proc.returncode == 0, log[-2000:]
-        assert "finished (shutdown)" in log
+        assert "crawlyx: paused:" in log
         paused = re.search(r"crawlyx: paused; resume with -a job=(\S+)", log)
         assert paused, log[-2000:]
         job = paused.group(1)
@@ -214,6 +214,6 @@ def test_a_redis_restart_mid_crawl_pauses_it_and_loses_no_page(tmp_path, own_red
         assert proc.returncode == 0, log[-3000:]
         urls = [item["url"] for item in read_items(out)]
     assert "Redis unreachable" in log  # the crawl did meet the outage
-    assert "finished (finished)" in log
+    assert "crawlyx: finished:" in log
     assert len(urls) == len(set(urls)), "a page was emitted twice"
     assert set(urls) == site.expected_pages()

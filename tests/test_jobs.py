@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from crawlyx.arguments import JOB_NAME
 from crawlyx.frontier.jobs import generated_name
-from tests.conftest import crawl_command, crawl_env, read_items
+from tests.conftest import crawl_command, crawl_env, free_port, read_items
 from tests.site import SiteServer
 
 SLOW_HOST = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
@@ -102,6 +102,8 @@ def test_jobs_lists_a_finished_and_a_paused_job_and_drops_one(tmp_path, redis_ur
     assert paused["last_run"] >= ended["last_run"]
 
     table = scrapy_jobs(redis_url, cwd=tmp_path).stdout.splitlines()
+    assert table[-1].startswith("finished and unnamed jobs are kept 7 days after their last run")
+    table = table[:-1]
     assert table[0].split() == [
         "job", "state", "pages", "queued", "leased", "last", "run", "(UTC)", "expires", "start",
     ]  # fmt: skip
@@ -149,12 +151,16 @@ def test_a_named_job_runs_again_only_when_there_is_something_to_do(tmp_path, red
         proc.send_signal(signal.SIGINT)
         log = proc.communicate(timeout=60)[1]
         assert proc.returncode == 0 and f"crawlyx: paused; resume with -a job={job}" in log
+        assert re.search(r"crawlyx: paused: \d+ pages in ", log), log[-2000:]
+        assert listed(redis_url, tmp_path)[job]["expires_in"] is None  # named and paused
 
-        # Paused: it resumes, to the end.
+        # Paused: it resumes, to the end; finished, it is kept a week.
         resumed = run(second, start)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         urls = [item["url"] for item in read_items(first) + read_items(second)]
         assert len(urls) == len(set(urls)) and set(urls) == site.expected_pages()
+        assert re.search(r"crawlyx: finished: \d+ pages in ", resumed.stderr)
+        assert WEEK - 600 < listed(redis_url, tmp_path)[job]["expires_in"] <= WEEK
 
         # Finished: run again (its start spelled otherwise) with -O, it is refused before
         # anything is fetched or written.
@@ -183,9 +189,41 @@ def test_a_named_job_runs_again_only_when_there_is_something_to_do(tmp_path, red
         # refresh=1: the finished job starts afresh, from its start URL.
         refresh = run(second, start, "refresh=1", overwrite=True)
         assert refresh.returncode == 0, refresh.stderr[-2000:]
-        assert "crawlyx: finished (finished)" in refresh.stderr
+        assert "crawlyx: finished:" in refresh.stderr
         assert site.counts["/start"] == fetched["/start"] + 1
-    assert listed(redis_url, tmp_path)[job]["state"] == "finished"
+    again = listed(redis_url, tmp_path)[job]
+    assert again["state"] == "finished" and WEEK - 600 < again["expires_in"] <= WEEK
+
+
+def test_a_crawl_of_a_dead_host_fails_and_says_so_as_jobs_shows_it(tmp_path, redis_url):
+    """The last line says what became of the job in the word ``jobs`` then shows."""
+    job = f"dead-{tmp_path.name}"[:100]
+    out = tmp_path / "pages.jsonl"
+    start = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
+    quiet = {"CRAWLYX_REDIS_URL": redis_url, "LOG_LEVEL": "WARNING"}
+    command = crawl_command(out, f"start={start}", f"job={job}", settings=quiet)
+    dead = subprocess.run(
+        command, cwd=tmp_path, env=crawl_env(), capture_output=True, text=True, timeout=120
+    )
+    assert dead.returncode == 1, dead.stderr[-2000:]
+    assert dead.stderr.rstrip().splitlines()[-1].startswith("crawlyx: failed: 0 pages in "), (
+        dead.stderr[-2000:]
+    )
+    record = listed(redis_url, tmp_path)[job]
+    assert record["state"] == "failed" and record["last_stop"] == "start_failed"
+    assert record["queued"] == 1  # the start page, for a run once the host is up
+    # max_pages stops a crawl with pages left: paused, and why.
+    with SiteServer(generated=20) as site:
+        capped = crawl_command(
+            tmp_path / "capped.jsonl", f"start={start_url(site)}", "max_pages=2",
+            settings=quiet,
+        )  # fmt: skip
+        result = subprocess.run(
+            capped, cwd=tmp_path, env=crawl_env(), capture_output=True, text=True, timeout=120
+        )
+    assert result.returncode == 0, result.stderr[-2000:]
+    last = result.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("crawlyx: paused (max_pages): 2 pages in "), last
 
 
 def test_pages_agree_with_the_output_after_forced_stops(tmp_path, redis_url):

@@ -233,7 +233,7 @@ def test_a_stopped_crawl_does_not_wait_out_the_outage(tmp_path, redis_url, redis
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    assert "finished (shutdown)" in log, log[-3000:]
+    assert "crawlyx: paused:" in log, log[-3000:]
     assert fetched(site) == set()
     assert redis_client.llen(f"crawlyx:{{{job}}}:parked") == 1
 

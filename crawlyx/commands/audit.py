@@ -20,6 +20,7 @@ import redis
 from scrapy.commands import ScrapyCommand
 
 from crawlyx.arguments import JOB_NAME, ArgumentError, _writable
+from crawlyx.cli import program
 from crawlyx.commands import failer
 from crawlyx.extensions.audit import Audit, top_findings
 from crawlyx.frontier.jobs import RECORD, live_owners
@@ -49,7 +50,7 @@ class Command(ScrapyCommand):
 
     def run(self, args, opts):
         if len(args) != 1:
-            fail("give one job name (see scrapy jobs)")
+            fail(f"give one job name (see {program()} jobs)")
         job = args[0]
         if not JOB_NAME.fullmatch(job):
             fail(f"bad job name {job!r}")
@@ -71,7 +72,7 @@ class Command(ScrapyCommand):
             fail(str(exc), code=1)
         try:
             if not state.client.exists(state.key(RECORD)):
-                fail(f"no job {job} (see scrapy jobs)", 1)
+                fail(f"no job {job} (see {program()} jobs)", 1)
             markdown = PageMarkdown(state)
             if outputs.llms_full and not markdown.kept():
                 fail(f"job {job} kept no markdown for llms-full.txt: only a crawl run with "

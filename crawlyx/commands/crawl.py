@@ -4,7 +4,8 @@ A bad argument or setting, or a setup the SSRF guard cannot protect (a proxy), e
 with one line naming it and what is accepted, before the crawler, Redis, the pool or a
 single request exists (exit status 2). So does a job named with ``-a job=`` that cannot
 run again: finished, or crawling another start URL (crawlyx.frontier.jobs.check_rerun),
-checked last, in Redis, before the output file is opened. A crawl that emits nothing
+checked last, in Redis, before the output file is opened. So does a crawl given no output
+for its pages (:func:`check_output`). A crawl that emits nothing
 because its start URL failed exits with status 1.
 
 Ctrl-C (or SIGTERM) pauses the crawl; a second one stops it at once, with status 128 +
@@ -30,6 +31,19 @@ from crawlyx.interrupt import Interrupts
 from crawlyx.middlewares.ssrf import check_configuration
 from crawlyx.parts import crawl_parts
 from crawlyx.policy.ssrf import SSRFGuardError
+
+
+def check_output(settings, arguments: dict) -> None:
+    """ValueError for a crawl whose pages would go nowhere. Its pages are marked done as
+    they are read, so a crawl run without an output could not be run again to get them:
+    it is refused before it starts. A page's markdown goes to a feed (``-O``, ``-o``, the
+    ``FEEDS`` setting, scrapyd's ``items_dir``) or into llms-full.txt (``-a llms_full=``)."""
+    if settings.getdict("FEEDS") or arguments.get("llms_full"):
+        return
+    raise ValueError(
+        "the pages would go nowhere: add -O pages.jsonl (or -o to append to a file, "
+        "or a FEEDS setting)"
+    )
 
 
 class Command(ScrapyCrawl):
@@ -111,6 +125,7 @@ class Command(ScrapyCrawl):
             sys.exit(2)
         check_settings = getattr(loader.load(args[0]), "check_settings", None)
         try:  # each component's own settings; render=always without a browser
+            check_output(settings, opts.spargs)
             Addon.check_settings(settings)
             if check_settings is not None:
                 check_settings(opts.spargs, settings)

@@ -4,9 +4,10 @@
     scrapy jobs --json
     scrapy jobs --drop docs
 
-One row per job, the most recently run first: its state (running, paused, finished),
-the pages it emitted, what is left queued and leased, when it last ran and when its
-keys expire (unnamed jobs; see crawlyx.frontier.jobs), and its start URL. ``--drop``
+One row per job, the most recently run first: its state (running, paused, failed,
+finished), the pages it emitted, what is left queued and leased, when it last ran and
+when its keys expire (finished and unnamed jobs; see crawlyx.frontier.jobs), and its
+start URL; then how long jobs are kept. ``--drop``
 removes every key of a job; a job a live process is crawling is refused (stop it
 first). Reads the crawl's Redis (``CRAWLYX_REDIS_URL``) or the embedded server.
 """
@@ -20,7 +21,7 @@ from scrapy.commands import ScrapyCommand
 
 from crawlyx.arguments import JOB_NAME
 from crawlyx.commands import failer
-from crawlyx.frontier.jobs import format_table, list_jobs, live_owners
+from crawlyx.frontier.jobs import format_table, list_jobs, live_owners, ttl_seconds
 from crawlyx.frontier.state import State
 
 NAMESPACE = "_jobs"  # the connection's own State; no job can be named so
@@ -70,7 +71,10 @@ class Command(ScrapyCommand):
                 output = drop(State(state.client, opts.drop))
             else:
                 jobs = list_jobs(state.client)
-                output = json.dumps(jobs, indent=2) if opts.json else format_table(jobs)
+                if opts.json:
+                    output = json.dumps(jobs, indent=2)
+                else:
+                    output = format_table(jobs, ttl_seconds(self.settings))
         except redis.RedisError as exc:
             fail(f"reading Redis failed: {exc}", code=1)
         finally:

@@ -41,6 +41,7 @@ import re
 from collections import OrderedDict
 
 from scrapy import Request
+from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
 
 from crawlyx.render import RENDER_META
@@ -159,8 +160,17 @@ class Replay:
     any other; the response then goes through every middleware's process_response, as a
     downloaded one does."""
 
-    def process_request(self, request, spider):
-        canonicals = getattr(spider, "canonicals", None)
+    def __init__(self, crawler):
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        if not crawler.settings.getbool("CRAWLYX_CANONICAL_ENABLED"):
+            raise NotConfigured("CRAWLYX_CANONICAL_ENABLED is off")
+        return cls(crawler)
+
+    def process_request(self, request):
+        canonicals = getattr(self.crawler.spider, "canonicals", None)
         if canonicals is None or not canonicals.kept:
             return None
         return canonicals.take(request)

@@ -2,7 +2,8 @@
 
 Replaces Scrapy's LogStats for crawlyx crawls: it speaks in pages (items emitted),
 the frontier (queued in Redis, for the whole job) and errors by class. The summary is
-shown at any log level (crawlyx.log).
+shown at any log level (crawlyx.log); so is the progress line, in place, on a terminal
+whose log hides INFO.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from crawlyx.errors import ALIASES, error_counts
+from crawlyx.frontier.jobs import last_stop, outcome
 from crawlyx.frontier.state import REDIS_DOWN, outage
-from crawlyx.log import SHOWN
+from crawlyx.log import SHOWN, ProgressLine
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
+
+PROGRESS = "crawlyx: %d pages done, %d queued, %.1f pages/s, %d errors, rss %d MiB%s"
 
 
 def _rss() -> int:
@@ -42,6 +46,8 @@ class Progress:
         self.started = time.monotonic()
         self._task: task.LoopingCall | None = None
         self._last = (self.started, 0)
+        # In place on a terminal whose log hides the progress record (crawlyx.log).
+        self.line = ProgressLine.for_settings(crawler.settings)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -75,15 +81,11 @@ class Progress:
         except REDIS_DOWN as exc:  # an exception would stop the looping call
             outage(self.stats, "counting the queue", exc)
             queued = -1
-        logger.info(
-            "crawlyx: %d pages done, %d queued, %.1f pages/s, %d errors, rss %d MiB%s",
-            pages,
-            queued,
-            rate,
-            self.errors(),
-            _rss() >> 20,
-            self.windows(),
-        )
+        args = (pages, queued, rate, self.errors(), _rss() >> 20, self.windows())
+        if self.line is not None:
+            self.line.show(PROGRESS % args)
+        else:
+            logger.info(PROGRESS, *args)
 
     def windows(self, shown: int = 3) -> str:
         """``, window localhost=12 cdn.example=8``: the widest windows (see
@@ -99,6 +101,8 @@ class Progress:
     def spider_closed(self, spider, reason):
         if self._task is not None and self._task.running:
             self._task.stop()
+        if self.line is not None:
+            self.line.clear()
         wall = time.monotonic() - self.started
         pages = self.pages()
         by_class = error_counts(self.stats)
@@ -106,13 +110,14 @@ class Progress:
         others = {name: by_class.pop(name) for name in ALIASES if name in by_class}
         errors = ", ".join(f"{name} {count}" for name, count in by_class.items()) or "none"
         if others:
-            errors += "; written once: " + ", ".join(f"{n} {c}" for n, c in others.items())
+            errors += "; other addresses of pages written: " + ", ".join(
+                f"{n} {c}" for n, c in others.items()
+            )
         self.stats.set_value("crawlyx/pages", pages)
         self.stats.set_value("crawlyx/wall_seconds", round(wall, 3))
         logger.info(
-            "crawlyx: finished (%s): %d pages in %.1f s (%.1f pages/s), "
-            "%d duplicates avoided, errors: %s",
-            reason,
+            "crawlyx: %s: %d pages in %.1f s (%.1f pages/s), %d links seen before, errors: %s",
+            self.outcome(spider, reason),
             pages,
             wall,
             pages / wall if wall > 0 else 0.0,
@@ -120,3 +125,19 @@ class Progress:
             errors,
             extra=SHOWN,
         )
+
+    def outcome(self, spider, reason: str) -> str:
+        """What became of the job, as ``jobs`` will show it (finished, paused, failed, or
+        running on in other processes), and why this process stopped when that says
+        more than the state: ``paused (max_pages)``."""
+        try:
+            visited = crawl_parts(self.crawler).visited
+            state = outcome(visited.state, visited.owner, last_stop(spider, reason))
+        except REDIS_DOWN as exc:
+            outage(self.stats, "reading the job's state", exc)
+            state = "stopped"
+        if state == "running":
+            return "done here, the job runs on in other processes"
+        if reason in ("finished", "shutdown") or state == "failed":
+            return state
+        return f"{state} ({reason})"

@@ -13,13 +13,15 @@ running it again would only empty its output. Both are refused, with what the jo
 what to run instead. A paused or running job goes on; a finished one run with
 ``-a refresh=1`` starts afresh (:func:`restart`).
 
-An unnamed job's keys expire ``CRAWLYX_JOB_TTL_DAYS`` after its last process stops:
-each run makes them persistent when it starts (nothing expires under a running crawl)
-and the last process out sets the expiry (keys with an expiry of their own, heartbeats
-and robots.txt records, keep it). A job its user named is kept until
-``scrapy jobs --drop NAME``. Whether a job expires is fixed by its first run: an
-unnamed job resumed by name still expires. A process killed outright sets no expiry;
-the job's keys stay until it is resumed or dropped.
+A job's keys expire ``CRAWLYX_JOB_TTL_DAYS`` (7) after its last process stops, when the
+job is finished, or, whatever its state, when it is unnamed: each run makes them
+persistent when it starts (nothing expires under a running crawl) and the last process
+out sets the expiry (keys with an expiry of their own, heartbeats and robots.txt records,
+keep it). A paused job its user named is kept until ``scrapy jobs --drop NAME``: it is
+meant to be resumed. So a folder's embedded Redis does not grow with every crawl run
+there, and a later start does not load them all. Whether a job is unnamed is fixed by
+its first run: an unnamed job resumed by name still expires. A process killed outright
+sets no expiry; the job's keys stay until it is resumed or dropped.
 
 Each job has a record, ``crawlyx:{job}:job`` (a hash): the start URL, when it was
 created and last run, whether it expires, the pages emitted (each counted as it is
@@ -41,6 +43,7 @@ from urllib.parse import urlsplit
 
 from scrapy import signals
 
+from crawlyx.cli import program
 from crawlyx.frontier.state import JOBS, REDIS_DOWN, State, outage
 from crawlyx.frontier.visited import RECORD, VisitedTable, gone
 from crawlyx.log import SHOWN
@@ -50,6 +53,7 @@ from crawlyx.urls.normalize import normalize_url
 logger = logging.getLogger(__name__)
 
 DAY = 86400
+START_FAILED = "start_failed"  # a run's last_stop when it could not fetch its start URL
 
 
 def generated_name(start: str, now: datetime | None = None) -> str:
@@ -61,7 +65,7 @@ def generated_name(start: str, now: datetime | None = None) -> str:
 
 
 def ttl_seconds(settings) -> int:
-    """``CRAWLYX_JOB_TTL_DAYS`` in seconds (0: unnamed jobs are kept until dropped)."""
+    """``CRAWLYX_JOB_TTL_DAYS`` in seconds (0: jobs are kept until dropped)."""
     days = settings.getfloat("CRAWLYX_JOB_TTL_DAYS")
     if days < 0:
         raise ValueError(f"CRAWLYX_JOB_TTL_DAYS ({days:g}) must be 0 or more")
@@ -108,9 +112,12 @@ class JobRun:
         pipe.hsetnx(record, "expires", int(spider.args.job is None))
         pipe.hset(record, "last_run", now)
         pipe.hget(record, "expires")
+        pipe.ttl(record)
         try:
-            if pipe.execute()[-1] == b"1":
+            unnamed, ttl = pipe.execute()[-2:]
+            if unnamed == b"1" or ttl >= 0:  # a finished job's keys may be expiring
                 state.expire_all(None)  # nothing expires under a running crawl
+            if unnamed == b"1":
                 state.ttl = self.ttl  # set by the last process out (State.close)
         except REDIS_DOWN as exc:  # the crawl waits for Redis; the job is kept, unexpiring
             outage(self.crawler.stats, "recording the job", exc)
@@ -120,7 +127,10 @@ class JobRun:
             state = crawl_parts(self.crawler).state
             record = state.key(RECORD)
             # Its pages counted as they were done (crawlyx.frontier.visited).
-            state.client.hset(record, mapping={"last_run": _now(), "last_stop": reason})
+            stop = last_stop(spider, reason)
+            state.client.hset(record, mapping={"last_run": _now(), "last_stop": stop})
+            if not state.ttl and sum(VisitedTable(state).size()) == 0:
+                state.ttl = self.ttl  # finished: it expires too, once the last one is out
         except REDIS_DOWN as exc:
             outage(self.crawler.stats, "recording the job", exc)
         if reason == "shutdown":  # the first Ctrl-C or SIGTERM: what was in flight is done
@@ -141,7 +151,7 @@ def check_rerun(state: State, start: str, refresh: bool) -> None:
     if normalize_url(job["start"]) != normalize_url(start):
         raise ValueError(
             f"job {name} crawls {job['start']}, not {start}; use a new job name, "
-            f"or scrapy jobs --drop {name}"
+            f"or {program()} jobs --drop {name}"
         )
     if job["state"] != "finished":
         return  # paused: it resumes; running: this process joins it
@@ -149,7 +159,7 @@ def check_rerun(state: State, start: str, refresh: bool) -> None:
         raise ValueError(
             f"job {name} finished on {_utc(job['last_run'])} UTC with {job['pages']} pages; "
             f"use a new job name, -a refresh=1 for what changed since, "
-            f"or scrapy jobs --drop {name}"
+            f"or {program()} jobs --drop {name}"
         )
     restart(state)
 
@@ -185,6 +195,30 @@ def job_names(client) -> list[str]:
     return [name for name, exists in alive.items() if exists]
 
 
+def status(owners: list[str], left: int, last_stop: str | None) -> str:
+    """A job's state as ``jobs`` shows it: *running* while a process crawls it, *failed*
+    when its last run could not fetch its start URL (run it again once the site is up),
+    *paused* while anything is left to fetch, *finished* otherwise."""
+    if owners:
+        return "running"
+    if last_stop == START_FAILED:
+        return "failed"
+    return "paused" if left else "finished"
+
+
+def last_stop(spider, reason: str) -> str:
+    """Why a run stopped, as its job records it: Scrapy's reason, or :data:`START_FAILED`
+    when the start URL failed (not when the user stopped the crawl while it waited)."""
+    return START_FAILED if reason != "shutdown" and spider.start_failed() else reason
+
+
+def outcome(state: State, owner: str, stop: str) -> str:
+    """The job's state as process ``owner``, stopping for ``stop`` (:func:`last_stop`),
+    leaves it: what the crawl's last line says, and ``jobs`` then shows."""
+    others = [other for other in live_owners(state) if other != owner]
+    return status(others, sum(VisitedTable(state).size()), stop)
+
+
 def describe(state: State) -> dict:
     """What ``scrapy jobs`` shows of one job."""
     table = VisitedTable(state)  # its keys' names; nothing is sent
@@ -196,15 +230,9 @@ def describe(state: State) -> dict:
     queued, parked, leased = table.size()
     record = {k.decode(): v.decode(errors="replace") for k, v in raw.items()}
     owners = live_owners(state)
-    if owners:
-        status = "running"
-    elif queued or parked or leased:
-        status = "paused"
-    else:
-        status = "finished"
     return {
         "job": state.job,
-        "state": status,
+        "state": status(owners, queued + parked + leased, record.get("last_stop")),
         "processes": len(owners),
         "start": record.get("start"),
         "pages": table.pages(),
@@ -232,7 +260,9 @@ def _utc(stamp: str | None) -> str:
 def _expiry(job: dict) -> str:
     seconds = job["expires_in"]
     if seconds is None:
-        return "after stop" if job["expires"] and job["state"] == "running" else "never"
+        if job["state"] == "running":
+            return "after stop" if job["expires"] else "if finished"
+        return "never"
     days, rest = divmod(seconds, DAY)
     hours, rest = divmod(rest, 3600)
     if days:
@@ -240,9 +270,16 @@ def _expiry(job: dict) -> str:
     return f"{hours}h {rest // 60}m" if hours else f"{rest // 60}m {rest % 60}s"
 
 
-def format_table(jobs: list[dict]) -> str:
+def format_table(jobs: list[dict], ttl: int) -> str:
+    """The jobs' table, and how long a job is kept (``ttl`` seconds, 0: until dropped)."""
+    if ttl:
+        kept = f"{ttl / DAY:g} days" if ttl >= DAY else f"{ttl} s"
+        kept = f"finished and unnamed jobs are kept {kept} after their last run"
+    else:
+        kept = "jobs are kept until dropped"
+    kept += f" (CRAWLYX_JOB_TTL_DAYS); {program()} jobs --drop NAME removes one now"
     if not jobs:
-        return "no jobs"
+        return f"no jobs\n{kept}"
     rows = [("job", "state", "pages", "queued", "leased", "last run (UTC)", "expires", "start")]
     for job in jobs:
         rows.append(
@@ -257,4 +294,4 @@ def format_table(jobs: list[dict]) -> str:
             for i, (cell, width) in enumerate(zip(row, widths, strict=False))
         ]
         lines.append("  ".join([*cells, row[-1]]))
-    return "\n".join(lines)
+    return "\n".join([*lines, kept])

@@ -164,15 +164,19 @@ class SiteSpider(Spider):
         if self.quota is not None:
             self.quota.release()
 
+    def start_failed(self) -> bool:
+        """Whether the crawl emitted nothing because its start URL failed."""
+        stats = self.crawler.stats
+        return self.start_failure is not None and not stats.get_value("item_scraped_count")
+
     def closed_start(self):
         """A crawl that emitted nothing because its start URL failed says so, and the
         crawl command exits with status 1."""
-        stats = self.crawler.stats
-        if self.start_failure is None or stats.get_value("item_scraped_count"):
+        if not self.start_failed():
             return
         error_class, detail = self.start_failure
         self.logger.error("crawlyx: nothing crawled, the start URL failed: %s", detail)
-        stats.set_value("crawlyx/start_failed", error_class)
+        self.crawler.stats.set_value("crawlyx/start_failed", error_class)
 
     # The parts the crawl's components share, owned by the add-on (crawlyx/parts.py),
     # which Scrapy builds after the spider.
