@@ -14,6 +14,7 @@ import pytest
 
 from crawlyx.exporters import yaml_string
 from crawlyx.exporters.folder import MarkdownFilesExporter
+from crawlyx.exporters.onefile import MarkdownExporter
 from crawlyx.exporters.paths import MAX_BYTES, page_path
 from tests.conftest import TEST_DEFAULTS, crawl_env
 from tests.docs_sites import PAGES, DocsSite
@@ -181,3 +182,27 @@ def test_front_matter_strings_are_yaml_whatever_they_hold():
     for value in ('a "quoted": title', "line\nbreak", "tab\t\\ slash", "\u2028\x85\ufeff", "é—ß"):
         assert yaml.safe_load(f"title: {yaml_string(value)}") == {"title": value}
     assert yaml_string(None) == "null"
+
+
+def test_a_spool_a_killed_run_left_is_taken_into_the_appended_file(tmp_path):
+    out = tmp_path / "pages.md"
+    out.write_text("Source: https://h/old\n\n# Old\n")
+    left = {"url": "https://h/a", "node": "https://h/a", "title": "A", "markdown": "# A\n"}
+    spool = tmp_path / "pages.md.spool.jsonl"
+    spool.write_bytes(json.dumps(left).encode() + b'\n{"url": "https://h/cut", "no')
+    with out.open("ab") as file:  # -o: the killed run's page is this run's too
+        exporter = MarkdownExporter(file)
+        exporter.start_exporting()
+        exporter.export_item({"url": "https://h/b", "title": "B", "markdown": ""})
+        exporter.finish_exporting()
+    text = out.read_text()
+    assert sources(text) == ["https://h/old", "https://h/a", "https://h/b"]
+    assert text.endswith("\n---\n\nSource: https://h/b\n\n# B\n")  # its title, nothing else
+    assert not spool.exists()
+    spool.write_bytes(json.dumps(left).encode() + b"\n")
+    with out.open("wb") as file:  # -O: a new file, a new spool
+        exporter = MarkdownExporter(file)
+        exporter.start_exporting()
+        exporter.export_item({"url": "https://h/c", "title": "C", "markdown": "# C"})
+        exporter.finish_exporting()
+    assert out.read_text() == "Source: https://h/c\n\n# C\n"
