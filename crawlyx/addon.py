@@ -21,6 +21,7 @@ from crawlyx import render
 from crawlyx.config import check_known, check_redis_url, check_types
 from crawlyx.content.documents import document_types
 from crawlyx.content.workers import PageWorkers
+from crawlyx.exporters import FEED_EXPORTERS
 from crawlyx.parts import CrawlParts
 
 # Read by the crawler process before any crawler (and its add-ons) exists.
@@ -92,6 +93,8 @@ COMPONENTS = {
         "": "crawlyx.feeds.FileFeedStorage",
         "file": "crawlyx.feeds.FileFeedStorage",
     },
+    # Markdown feeds: one file in reading order (md), a file per page (mdfiles).
+    "FEED_EXPORTERS": FEED_EXPORTERS,
 }
 
 

@@ -14,6 +14,11 @@ So each run records where it writes (``crawlyx:{job}:outputs``), and a run of th
 reads the last items of every such file on this machine before it pops anything, and
 again before it takes back the leases of processes that died (:func:`release_written`,
 from the scheduler): their pages, if the job still has them queued or leased, are done.
+
+The markdown formats (:mod:`crawlyx.exporters`) keep that record in JSON lines too: the
+folder format's URI names a folder, and the storage opens its manifest (one JSON line
+per page file written); the one-file format's lines are page text, never read as
+items: its exporter records its spool instead.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import os
 
 from scrapy.extensions.feedexport import FileFeedStorage as ScrapyFileFeedStorage
 
+from crawlyx.exporters import FOLDER_FORMATS, TEXT_FORMATS
+from crawlyx.exporters.folder import MANIFEST
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.parts import crawl_parts
@@ -38,17 +45,30 @@ OUTPUTS = "outputs"  # crawlyx:{job}:outputs, a set of absolute paths
 
 
 class FileFeedStorage(ScrapyFileFeedStorage):
+    def __init__(self, uri, *, feed_options=None):
+        super().__init__(uri, feed_options=feed_options)
+        self.format = (feed_options or {}).get("format")
+        if self.format in FOLDER_FORMATS:  # the URI names a folder: its manifest
+            self.path = os.path.join(self.path, MANIFEST)
+
     def open(self, spider):
         file = super().open(spider)
         if self.write_mode == "ab":
             _drop_cut_line(file)
-        if getattr(spider, "job", None) is not None:  # a crawlyx crawl
-            try:
-                state = crawl_parts(spider.crawler).state
-                state.client.sadd(state.key(OUTPUTS), os.path.abspath(file.name))
-            except REDIS_DOWN as exc:
-                outage(spider.crawler.stats, "recording the job's output", exc)
+        if self.format not in TEXT_FORMATS:
+            record_output(getattr(spider, "crawler", None), file.name)
         return FlushedFile(file, getattr(getattr(spider, "crawler", None), "stats", None))
+
+
+def record_output(crawler, path: str) -> None:
+    """``path`` is where this run of the crawl's job writes its items, as JSON lines."""
+    if crawler is None or getattr(crawler.spider, "job", None) is None:
+        return  # not a crawlyx crawl
+    try:
+        state = crawl_parts(crawler).state
+        state.client.sadd(state.key(OUTPUTS), os.path.abspath(path))
+    except REDIS_DOWN as exc:
+        outage(crawler.stats, "recording the job's output", exc)
 
 
 def release_written(table) -> int:

@@ -421,7 +421,14 @@ Elsewhere: [a friend](https://friend.example/) and [mail](mailto:a@example.org).
 """
     page = read_text(source, "https://example.org/docs/start.md", "https://example.org")
     assert (page["title"], page["description"]) == ("Getting started", "How to begin")
-    assert page["markdown"].startswith("# Welcome\n\nRead the [install guide](install.md")
+    # Its links' and images' targets are absolute, as an HTML page's; code is as written.
+    assert page["markdown"].startswith(
+        '# Welcome\n\nRead the [install guide](https://example.org/docs/install.md "Install"),'
+        " the [API](https://example.org/api/index.md) and [more][r].\n"
+        "![the logo](https://example.org/docs/logo.png) See <https://example.org/faq>"
+    )
+    assert "[mail](mailto:a@example.org)" in page["markdown"]
+    assert page["markdown"].endswith("\n[r]: https://example.org/docs/reference.md")
     assert "title:" not in page["markdown"]
     # Links written in markdown or bare, on the crawl's origin; not the image.
     assert list(page["links"]) == [
@@ -450,7 +457,8 @@ Elsewhere: [a friend](https://friend.example/) and [mail](mailto:a@example.org).
     page = read_text(text, "https://example.org/install.md", "https://example.org")
     assert page["title"] == "Install"
     assert list(page["links"]) == ["https://example.org/usage.md", "https://example.org/end.md"]
-    assert page["markdown"] == text.strip()
+    absolute = text.replace("(usage.md)", "(https://example.org/usage.md)")
+    assert page["markdown"] == absolute.replace("(end.md)", "(https://example.org/end.md)").strip()
 
 
 LLMS_TXT = """# Widget
@@ -513,7 +521,8 @@ def test_markdown_and_text_documents_in_a_crawl(crawl, tmp_path):
         assert (old["title"], old["markdown"]) == ("Old", "# Old page\n\nServed as plain text.\n")
         assert items["/llms.txt"]["title"] == "Widget"
         assert items["/llms.txt"]["markdown"] == LLMS_TXT.format(base=base).strip()
-        assert items["/docs/intro.md"]["markdown"] == INTRO_MD.strip()
+        intro = INTRO_MD.replace("(../parts)", f"({base}/parts)")  # made absolute
+        assert items["/docs/intro.md"]["markdown"] == intro.strip()
         assert items["/parts"]["referrer"] == f"{base}/docs/intro.md"
         assert items["/changes.txt"]["markdown"].startswith("Café. Version 2 fixes the spring.")
         assert items["/source.md"]["title"] == "Source"

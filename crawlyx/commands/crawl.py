@@ -22,7 +22,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.spiderloader import get_spider_loader
 
 from crawlyx import log
-from crawlyx.addon import Addon
+from crawlyx.addon import COMPONENTS, Addon, set_entries
 from crawlyx.arguments import CrawlArgs
 from crawlyx.config import check_redis_reachable
 from crawlyx.frontier.jobs import check_rerun
@@ -94,6 +94,9 @@ class Command(ScrapyCrawl):
             sys.exit(0)
 
     def check_options(self, args, opts):
+        # -o/-O are read before the add-on sets the crawl's settings: its feed formats
+        # (md, mdfiles) are known to them here, still at the add-on's priority.
+        set_entries(self.settings, "FEED_EXPORTERS", COMPONENTS["FEED_EXPORTERS"])
         super().process_options(args, opts)
         try:  # before Scrapy sets its log up (a bad value is reported with the others)
             if log.check_settings(self.settings) == "json":

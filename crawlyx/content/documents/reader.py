@@ -6,6 +6,8 @@ are), metadata and links. Runs in a worker process."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from urllib.parse import urljoin
 
 from crawlyx.content.documents import Unreadable, docx, layout, pdf
 from crawlyx.content.page import markdown_keys
@@ -44,7 +46,9 @@ def read_text(body: str, url: str, scope: str | None, *, neardup: bool = False) 
     metadata block atop a site generator's source page, whose title and description it
     gives). The title is the front matter's, else the first heading. The links are those
     the text writes: markdown links and their references, autolinks, bare URLs (an
-    llms.txt, served as plain text, lists its pages as markdown links)."""
+    llms.txt, served as plain text, lists its pages as markdown links). Its links' and
+    images' targets are made absolute, as an HTML page's are: the markdown is read away
+    from the URL it came from."""
     text = "\n".join(line.rstrip() for line in body.lstrip("\ufeff").splitlines())
     meta, text = _front_matter(text.replace("\x00", "").strip("\n"))
     if _chars(text) < MIN_TEXT:
@@ -54,6 +58,7 @@ def read_text(body: str, url: str, scope: str | None, *, neardup: bool = False) 
     headings = [(heading.group(1) or heading.group(2)).strip(" #")] if heading else []
     uris = (next(group for group in m.groups() if group) for m in _TEXT_LINK.finditer(prose))
     uris = (uri.rstrip(".,;:!?'\"") if uri.startswith("http") else uri for uri in uris)
+    text = absolute_links(text, url)
     return _page(text, meta, headings, list(dict.fromkeys(uris)), url, scope, neardup)
 
 
@@ -74,6 +79,36 @@ _TEXT_LINK = re.compile(
     r"|(?<![(<\w])(https?://[^\s<>()\[\]\"'`]+)",  # a bare URL
     re.MULTILINE,
 )
+
+
+# A link's or an image's target, and a reference definition's: what is made absolute.
+_TARGET = re.compile(
+    r"(?P<head>!?\[[^\[\]\n]*\]\(\s*<?)(?P<uri>[^()\s<>]+)"  # [text](url), ![alt](url)
+    r"|(?P<ref>^ {0,3}\[[^\[\]\n]+\]:[ \t]*<?)(?P<refuri>[^\s<>]+)",  # [ref]: url
+    re.MULTILINE,
+)
+
+
+def absolute_links(text: str, base: str) -> str:
+    """``text`` with every relative link, image and reference target outside code
+    resolved against ``base`` (an absolute one, ``mailto:`` and the like are left alone)."""
+
+    code = [match.span() for match in _CODE.finditer(text)]  # left as it is written
+    starts = [start for start, _ in code]
+    parts, end = [], 0
+    for match in _TARGET.finditer(text):
+        head, uri = (
+            (match["head"], match["uri"]) if match["head"] else (match["ref"], match["refuri"])
+        )
+        inside = bisect_right(starts, match.start()) - 1
+        if inside >= 0 and match.start() < code[inside][1]:
+            continue
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
+            continue  # absolute already, or not a web address (mailto:)
+        parts += [text[end : match.start()], head, urljoin(base, uri)]
+        end = match.end()
+    parts.append(text[end:])
+    return "".join(parts)
 
 
 def _front_matter(text: str) -> tuple[dict, str]:
