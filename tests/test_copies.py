@@ -14,6 +14,7 @@ from crawlyx.frontier.state import State
 from crawlyx.pipelines.copies import ContentClaims
 from tests.alias_site import AliasSite
 from tests.conftest import Gate, crawl_command, crawl_env, lease_owners, read_items
+from tests.site import QuietHandler, Serving
 from tests.test_jobs import listed
 
 # Two requests at a time: the crawl lasts long enough to share, or to be killed midway.
@@ -65,6 +66,48 @@ def test_a_claim_names_the_page_that_holds_the_document(redis_url):
     finally:
         client.delete(state.key("copies"))
         client.close()
+
+
+class _BookSite(Serving):
+    """A book whose start page is a copy of its first chapter, as an mdBook publishes
+    its index.html: the table of contents on every page links the chapter, never the
+    folder."""
+
+    CHAPTERS = ("intro", "one", "two", "three")
+
+    def __init__(self):
+        toc = "".join(f'<li><a href="/book/{c}.html">{c}</a></li>' for c in self.CHAPTERS)
+
+        def chapter(name: str) -> str:
+            return (
+                f"<html><head><title>{name}</title></head><body><nav><ol>{toc}</ol></nav>"
+                f"<main><h1>{name}</h1><p>The chapter called {name}, in full.</p></main>"
+                "</body></html>"
+            )
+
+        pages = {f"/book/{c}.html": chapter(c) for c in self.CHAPTERS}
+        pages["/book/"] = chapter("intro")
+
+        class Handler(QuietHandler):
+            def do_GET(self):  # noqa: N802
+                if self.path not in pages:
+                    return self.reply(404, "not here")
+                time.sleep(0.05)  # the chapters are read after the start page
+                return self.reply(200, pages[self.path])
+
+        super().__init__(Handler)
+
+
+def test_the_copy_the_navigation_links_to_is_written(crawl, tmp_path):
+    errors = tmp_path / "errors.jsonl"
+    with _BookSite() as site:
+        result = crawl(f"start={site.base}/book/", f"errors={errors}")
+    assert result.returncode == 0, result.log[-3000:]
+    written = sorted(url.removeprefix(site.base) for url in result.urls)
+    assert written == sorted(f"/book/{c}.html" for c in _BookSite.CHAPTERS)
+    [start] = error_lines(errors)
+    assert start["url"] == f"{site.base}/book" and start["class"] == "duplicate"
+    assert start["detail"] == f"same markdown as {site.base}/book/intro.html"
 
 
 def test_copies_are_written_once_and_recorded(crawl, tmp_path):

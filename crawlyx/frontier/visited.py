@@ -793,6 +793,13 @@ class VisitedTable:
     def state_of(self, fp: str) -> bytes | None:
         return self.redis.hget(self.shard(fp).visited, fp)
 
+    def states(self, fps: list[str]) -> list[bytes | None]:
+        """The state of each of ``fps`` (None: never claimed), in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        for fp in fps:
+            pipe.hget(self.shard(fp).visited, fp)
+        return pipe.execute()
+
 
 class _Call:
     """One shard's part of a round trip: its script call, and where its answers go."""

@@ -32,6 +32,15 @@ The policy, safe against a process killed at any moment:
   and validators (crawlyx/demand/registry.py), so a later refresh run fetches it without
   conditions and writes it if it is no copy any more (its twin changed meanwhile).
 
+Which copy is written: the one the site's navigation links to. The crawl reads breadth
+first, so the pages a site's menus and tables of contents link to (every page shows them)
+are read, and claim, before a page a single other page links to. The one page read before
+the navigation is known is the start page, which many generators publish as a copy of
+the first chapter (an mdBook's ``index.html``, linked by no menu): its claim waits until
+the pages it links to (the first :data:`START_LINKS` the job queued) are done, at most
+:data:`START_WAIT` seconds, so a twin among them, the navigation's, holds the document,
+and the start page is its ``duplicate``.
+
 A refresh run that starts a finished job afresh starts with no claims (crawlyx.frontier.jobs).
 CRAWLYX_COPIES_ENABLED=false turns this off (every page is written, as the audit's
 ``duplicates.exact`` then lists). Stats: ``crawlyx/copies/claimed``,
@@ -47,11 +56,17 @@ from redis.commands.core import Script
 from scrapy.exceptions import DropItem, NotConfigured
 
 from crawlyx.frontier.core import retryable
+from crawlyx.frontier.fingerprint import normalized_fingerprint
+from crawlyx.frontier.visited import LEASED, QUEUED
 from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
 
 COPIES = "copies"  # crawlyx:{job}:copies, markdown hash -> the URL whose item holds it
+START_LINKS = 200  # the start page's links its claim waits for
+START_WAIT = 60.0  # seconds at most
+POLL = 0.2  # seconds between two looks at those links
+QUEUING = (QUEUED, LEASED)  # a link's states while it is not done
 
 # The hash's owner after the claim: ARGV[2] itself if it won (or held it already).
 _CLAIM = """
@@ -138,10 +153,37 @@ class CopiesPipeline:
     def process_item(self, item):
         if not item.get("markdown") or not item.get("content_hash"):
             return item
+        if item.get("depth") == 0:
+            return self._start_page(item)
+        return self._claim(item)
+
+    def _claim(self, item):
         owner = self.claims.claim(item["content_hash"], item["url"])
         if isinstance(owner, asyncio.Future):
             return self._answered(owner, item)
         return self._decide(owner, item)
+
+    async def _start_page(self, item):
+        """The start page claims once the pages it links to are done (or the wait is
+        over, or the crawl is closing): a copy of it among them has claimed first."""
+        visited = crawl_parts(self.crawler).visited
+        own = normalized_fingerprint(item["url"])
+        links = {normalized_fingerprint(url) for url in item.get("links") or ()} - {own}
+        waiting = list(links)[:START_LINKS]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_WAIT
+        while waiting and loop.time() < deadline and not self._closing():
+            await asyncio.sleep(POLL)
+            states = visited.states(waiting)
+            # Done, or never queued (off the crawl's scope): nothing to wait for.
+            waiting = [fp for fp, state in zip(waiting, states, strict=True) if state in QUEUING]
+        result = self._claim(item)
+        return await result if asyncio.iscoroutine(result) else result
+
+    def _closing(self) -> bool:
+        """Stopped (Ctrl-C), or max_pages written: what is in flight drains now."""
+        spider = self.crawler.spider
+        return not self.crawler.engine.running or getattr(spider, "closing", False)
 
     async def _answered(self, owner: asyncio.Future, item):
         return self._decide(await owner, item)
