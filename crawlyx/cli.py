@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> None:
         from scrapy.cmdline import execute
 
         execute(command)
+    except BrokenPipeError:  # `crawlyx jobs | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        sys.exit(1)
     except KeyboardInterrupt:  # before the command handles Ctrl-C itself: Scrapy loading
         if args[:1] == ["crawl"]:
             print("crawlyx: stopped before the crawl started; nothing was fetched", file=sys.stderr)

@@ -166,3 +166,18 @@ def test_the_console_script_is_the_installed_entry_point():
     with open(crawlyx_script()) as script:
         assert "crawlyx.cli" in script.read()
     assert os.access(crawlyx_script(), os.X_OK)
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(outside):
+    """``crawlyx jobs | head``: the pipe closes before the output is all written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [crawlyx_script(), "--help"], cwd=outside, env=outside_env(),
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1
+    assert result.stderr == ""

@@ -6,7 +6,7 @@ was draining, why the crawl ended, and the service-level objectives, each with i
 value, its target and whether it was met. A value that cannot be computed (no fetch,
 robots.txt not obeyed) is null, and its objective is not met.
 
-Definitions (also in README.md):
+Definitions (also in docs/monitoring.md):
 
 * success rate: pages emitted / (pages emitted + URLs that failed to fetch, i.e. were
   recorded under a fetch error class: ``FETCH_FAILURES``). URLs refused by policy

@@ -2,7 +2,7 @@
 
 :func:`audit` is a pure function of a :class:`~crawlyx.graph.model.Graph`: the same graph
 gives the same report, rows sorted, whichever process recorded what. The schema is
-documented in README.md ("Site audit"); :data:`SCHEMA` is its version.
+documented in docs/audit.md; :data:`SCHEMA` is its version.
 
 Policies:
 
