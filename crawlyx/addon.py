@@ -70,6 +70,8 @@ COMPONENTS = {
         "crawlyx.pipelines.markdown.MarkdownPipeline": 300,
         # After the markdown's hash is taken: a page with another's markdown is dropped.
         "crawlyx.pipelines.copies.CopiesPipeline": 310,
+        # -a chunks=N: after the copies, so a copy dropped costs no chunking.
+        "crawlyx.pipelines.chunks.ChunksPipeline": 320,
         # The last: just before the feed exporter writes the item.
         "crawlyx.pipelines.lease.LeaseCheck": 1000,
     },

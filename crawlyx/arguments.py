@@ -21,7 +21,9 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 RENDER_MODES = ("never", "auto", "always")  # -a render=: when pages go through the browser
 EMIT_MODES = ("changed", "all")  # -a emit=: which pages a refresh run writes
-REFRESH_ALL = "all"  # -a refresh=all: every registered page, not only those due
+REFRESH_ALL = "all"
+# -a chunks=: the smallest size, in tokens; a smaller one cuts at nearly every line.
+MIN_CHUNK_TOKENS = 50  # -a refresh=all: every registered page, not only those due
 # -a job=: a job name, also a Redis key segment (crawlyx:{job}:...), so no ':' or '*'.
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -51,6 +53,8 @@ class CrawlArgs:
     tree: str | None = None
     llms_txt: str | None = None
     llms_full: str | None = None
+    # -a chunks=N: each item's markdown also in chunks of N tokens at most (content/chunks.py)
+    chunks: int | None = None
     # (user, password) the start URL carried (https://user:pass@host/), taken out of it.
     credentials: tuple[str, str] | None = field(default=None, repr=False)
 
@@ -58,7 +62,7 @@ class CrawlArgs:
     def parse(cls, start=None, scope=None, max_pages=None, max_depth=None, allow=None, deny=None,
               sitemap=None, job=None, errors=None, render=None, report=None,
               refresh=None, emit=None, audit=None, tree=None, llms_txt=None,
-              llms_full=None, **others) -> CrawlArgs:  # fmt: skip
+              llms_full=None, chunks=None, **others) -> CrawlArgs:  # fmt: skip
         """Validate the spider arguments; those starting with ``_`` (scrapyd's ``_job``)
         are ignored, any other unknown one is refused."""
         for name in others:
@@ -106,6 +110,7 @@ class CrawlArgs:
             tree=_writable("tree", tree),
             llms_txt=_writable("llms_txt", llms_txt),
             llms_full=_writable("llms_full", llms_full),
+            chunks=_limit("chunks", chunks, minimum=MIN_CHUNK_TOKENS),
         )
 
 

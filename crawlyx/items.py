@@ -22,6 +22,7 @@ PAGE_FIELDS = (
     "elapsed_ms",
     "bytes",
     "changed",
+    "chunks",
 )
 
 
@@ -45,3 +46,5 @@ class PageItem(scrapy.Item):
     elapsed_ms = scrapy.Field()
     bytes = scrapy.Field()
     changed = scrapy.Field()  # new, or its markdown differs from the last crawl's
+    # -a chunks=N only: the markdown in chunks of at most N tokens (crawlyx/pipelines/chunks.py)
+    chunks = scrapy.Field()
