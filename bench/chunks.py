@@ -34,9 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-# A heading of the page: the converter writes them unindented (one in a list item is the
-# item's, indented).
-_ATX = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_MARKER = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)]|:)(?:\s|$)")  # a list item's, a definition's
 _FENCE = re.compile(r"\s*(`{3,}|~{3,})(.*)$")
 _RULE = re.compile(r"\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
@@ -83,7 +82,10 @@ def _is_header(lines: list[str], i: int) -> bool:
 def violations(markdown: str, chunks: list[dict], max_tokens: int, count) -> list[str]:
     """What is wrong with ``chunks`` of ``markdown`` (nothing: an empty list)."""
     found: list[str] = []
-    page_lines = set(markdown.splitlines())
+    page = markdown.splitlines()
+    page_lines = set(page)
+    page_index = _Index(page)
+    row = 0  # where the last chunk started in the page's lines
     page_words = markdown.split()
     at = 0  # the page's words the chunks so far hold
     last_header: tuple[str, str] | None = None
@@ -110,14 +112,18 @@ def violations(markdown: str, chunks: list[dict], max_tokens: int, count) -> lis
             if line.strip() and line not in page_lines:
                 found.append(f"{where}: a line not in the page: {line[:60]!r}")
                 break
-        if own and own[0][: len(own[0]) - len(own[0].lstrip())].count(" ") >= 4:
-            found.append(f"{where}: starts inside a block: {own[0][:60]!r}")
+        else:
+            first = next((line for line in own if line.strip()), None)
+            if first is not None:
+                row = page_index.index(first, row)
+                if _owner(page, row).lstrip()[:1] not in ("", ":"):
+                    found.append(f"{where}: starts inside a list item: {first[:60]!r}")
         states = _fence_states(lines)
         if _ends_open(lines) and not _ends_open(markdown.splitlines()):
             found.append(f"{where}: ends inside a code fence")
         content = False
-        for line, in_fence in zip(lines, states, strict=True):
-            match = None if in_fence else _ATX.match(line)
+        for i, (line, in_fence) in enumerate(zip(lines, states, strict=True)):
+            match = None if in_fence or _owner(lines, i) else _ATX.match(line)
             if match:
                 if content:
                     found.append(f"{where}: a heading after content: {line[:60]!r}")
@@ -144,6 +150,32 @@ def violations(markdown: str, chunks: list[dict], max_tokens: int, count) -> lis
     if len(set(ids)) != len(ids):
         found.append("ids: not unique")
     return found
+
+
+class _Index:
+    """Each line's places in the page, to find a chunk's start after the last one's."""
+
+    def __init__(self, lines: list[str]):
+        self.places: dict[str, list[int]] = {}
+        for i, line in enumerate(lines):
+            self.places.setdefault(line, []).append(i)
+
+    def index(self, line: str, after: int) -> int:
+        return next((i for i in self.places.get(line, ()) if i >= after), after)
+
+
+def _owner(lines: list[str], i: int) -> str:
+    """The list item or definition line ``i`` is inside of ("" for none): the nearest
+    line above it, less indented, when that is a marker's; a line of no indent has none."""
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    if not indent:
+        return ""
+    for j in range(i - 1, -1, -1):
+        line = lines[j]
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            marker = _MARKER.match(line)
+            return line if marker and indent >= marker.end() else ""
+    return ""
 
 
 def _blocks(lines: list[str], states: list[bool]) -> int:

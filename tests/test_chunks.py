@@ -173,6 +173,42 @@ def test_edges():
     assert [c["headings"] for c in path] == [["One", "Three"], ["One", "Two"]]
 
 
+def test_a_long_definition_is_cut_between_its_blocks():
+    # An API page as the converter writes Sphinx's: a class, a definition whose methods
+    # are definitions of their own, each with its parameters as a list.
+    methods = "\n\n".join(
+        f"    method_{i}(*url*, *timeout=None*)\n    :   Send a request number {i}. "
+        + " ".join(["More about it."] * 12)
+        + "\n\n        Parameters:\n        :   - **url** (*str*) – where to.\n"
+        + "            - **timeout** (*float*) – how long, at most, to wait:\n\n"
+        + "              a float in seconds, or None to wait as long as it takes."
+        for i in range(12)
+    )
+    page = f"# Client\n\n*class* Client(*pool*)\n:   A client of a pool.\n\n{methods}\n\nAfter.\n"
+    chunks = chunk(page, 150, URL)
+    assert violations(page, chunks, 150) == []
+    assert len(chunks) > 4 and all(c["tokens"] <= 150 for c in chunks)
+    assert chunks[0]["markdown"].startswith("# Client\n\n*class* Client(*pool*)\n:   A client")
+    # A method's parameters stay with it, and the list item with its second paragraph.
+    for c in chunks:
+        if "- **timeout**" in c["markdown"]:
+            assert (
+                "(*float*) – how long, at most, to wait:\n\n              a float" in c["markdown"]
+            )
+    # Small, the same definition is one block.
+    small = "term\n:   its definition\n\n    its second paragraph\n\nnext\n"
+    assert [c["markdown"] for c in chunk(small, 50, URL)] == [small]
+
+
+def test_a_run_of_headings_is_cut():
+    # rustdoc lists a trait's implementations as headings with nothing between them.
+    page = "# Trait\n\n" + "\n\n".join(f"### impl Trait for Type{i}" for i in range(200)) + "\n"
+    chunks = chunk(page, 100, URL)
+    assert violations(page, chunks, 100) == []
+    assert len(chunks) > 10 and all(c["tokens"] <= 100 for c in chunks)
+    assert chunks[1]["headings"][0] == "Trait"
+
+
 def test_tokens_are_cl100k():
     # cl100k_base: "hello world" is 2 tokens ([15339, 1917]), "tiktoken is great!" 6.
     assert count("hello world") == 2

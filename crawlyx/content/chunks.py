@@ -7,7 +7,7 @@ continuation lines, nested lists and code), block quotes and paragraphs (lines u
 blank line). The policy:
 
 * a heading starts a new chunk, unless the chunk so far holds nothing but headings (a
-  title and its first section's heading go together);
+  title and its first section's heading go together) and the heading fits;
 * within a section, blocks are packed in order while the chunk stays within
   ``max_tokens``; a chunk ends between two blocks (two paragraphs, two list items, a
   paragraph and a code block...), never inside one;
@@ -33,6 +33,7 @@ parts of its page change.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -53,7 +54,14 @@ _JOIN = 1  # what the blank line (or a table's newline) between two blocks adds,
 
 def chunk(markdown: str, max_tokens: int, url: str) -> list[dict]:
     """The chunks of ``markdown`` (a page's, at ``url``); see the module's docstring."""
-    pieces = list(_pieces(markdown.splitlines()))
+    pieces = list(_pieces(markdown.splitlines(), max_tokens, itertools.count(1)))
+    path: list[tuple[int, str]] = []
+    for piece in pieces:  # the headings in force after each piece
+        if piece.heading:
+            while path and path[-1][0] >= piece.heading[0]:
+                path.pop()
+            path.append(piece.heading)
+        piece.path = tuple(title for _, title in path)
     chunks, seen = [], Counter()
     for headings, text, tokens in _pack(pieces, max_tokens):
         seen[(headings, text)] += 1
@@ -77,33 +85,32 @@ class _Piece:
     table: int | None = None  # the table a row is of (its first row carries the header)
     header: str | None = None  # that table's header and separator rows, for its other rows
     again: bool = False  # a table's header written again
+    path: tuple[str, ...] = ()  # the headings' titles in force after it
 
 
 def _pack(pieces: list[_Piece], limit: int):
     """(headings, markdown, tokens) of each chunk, in order."""
-    path: list[tuple[int, str]] = []
     current: list[_Piece] = []
     size = 0
     i = 0
     while i < len(pieces) or current:
         piece = pieces[i] if i < len(pieces) else None
         headings_only = all(p.heading for p in current)
+        fits = piece is not None and size + _JOIN + piece.tokens <= limit
         if piece is None or (
-            current and not headings_only and (piece.heading or size + _JOIN + piece.tokens > limit)
+            current
+            # A heading starts a chunk, unless it joins headings alone (and fits); a
+            # block follows headings alone whatever its size.
+            and (piece.heading and not (headings_only and fits) or not (headings_only or fits))
         ):
             # The chunk ends (a heading, the limit, the page's end). Its size so far is its
             # pieces' counts added up; its own count can differ by a token or so where two
             # pieces meet: checked, and its last pieces put back while it is over.
             back, text, tokens = _over(current, limit)
             i -= back
-            yield tuple(title for _, title in path), text, tokens
+            yield current[len(current) - back - 1].path, text, tokens
             current, size = [], 0
             continue
-        if piece.heading:
-            level = piece.heading[0]
-            while path and path[-1][0] >= level:
-                path.pop()
-            path.append(piece.heading)
         if not current and piece.header is not None:  # a table goes on: its header again
             again = _Piece(piece.header, count(piece.header), table=piece.table, again=True)
             current, size = [again], again.tokens
@@ -114,14 +121,15 @@ def _pack(pieces: list[_Piece], limit: int):
 
 def _over(parts: list[_Piece], limit: int) -> tuple[int, str, int]:
     """How many pieces from the end to put back so that ``parts`` is within ``limit`` by
-    its own count, keeping at least one piece that is neither a heading nor a repeated
-    table header; and the markdown and count of those kept."""
+    its own count, keeping one block at least if it has any (not headings alone, nor a
+    repeated table header alone); and the markdown and count of those kept."""
+    blocks = any(not p.heading for p in parts)
     back = 0
     while True:
         text = _render(parts[: len(parts) - back])
         tokens = count(text)
         kept = parts[: len(parts) - back - 1]
-        if tokens <= limit or not any(not p.heading and not p.again for p in kept):
+        if tokens <= limit or not any(not p.heading and not p.again or not blocks for p in kept):
             return back, text, tokens
         back += 1
 
@@ -138,61 +146,82 @@ def _render(parts: list[_Piece]) -> str:
     return "".join(out) + "\n"
 
 
-def _pieces(lines: list[str]):
-    tables = 0
-    for kind, block in _blocks(lines):
-        if kind == "heading":
+def _pieces(lines: list[str], limit: int, tables, original: list[str] | None = None):
+    """The pieces of ``lines``, their text from ``original`` (the same lines, indented as
+    they are in the page, when ``lines`` is a definition's content read as a page)."""
+    nested = original is not None
+    original = lines if original is None else original
+    for kind, start, end, head in _blocks(lines):
+        block = original[start:end]
+        if kind == "heading" and not nested:  # a definition's headings are its text
             match = _HEADING.match(block[0])
             title = _CLOSING.sub("", (match.group(2) or "").strip()).strip()
             yield _Piece(block[0], count(block[0]), heading=(len(match.group(1)), title))
         elif kind == "table" and len(block) > 2:
-            tables += 1
+            table = next(tables)
             header = "\n".join(block[:2])
             first = "\n".join(block[:3])
-            yield _Piece(first, count(first), table=tables)
+            yield _Piece(first, count(first), table=table)
             for row in block[3:]:
-                yield _Piece(row, count(row), table=tables, header=header)
+                yield _Piece(row, count(row), table=table, header=header)
         else:
             text = "\n".join(block)
-            yield _Piece(text, count(text))
+            tokens = count(text)
+            if kind != "definition" or tokens <= limit:
+                yield _Piece(text, tokens)
+                continue
+            # A definition bigger than a chunk (an API page's class, its methods nested
+            # definitions): what follows its marker is read as a page of its own (headings
+            # aside) and cut between its blocks, the term going with the first of them.
+            body = lines[head:end]
+            column = _DEFINITION.match(body[0]).end()
+            column += _indent(body[0][column:])
+            depth = min([column] + [_indent(line) for line in body[1:] if line.strip()])
+            inner = [" " * (column - depth) + body[0][column:]] + [x[depth:] for x in body[1:]]
+            pieces = list(_pieces(inner, limit, tables, original[head:end]))
+            if head > start:
+                term = "\n".join(original[start:head])
+                first = f"{term}\n{pieces[0].text}"
+                pieces[0] = _Piece(first, count(first), table=pieces[0].table)
+            yield from pieces
 
 
 def _blocks(lines: list[str]):
-    """(kind, lines) of each block: heading, code, table, item, quote or paragraph."""
+    """(kind, start, end, head) of each block, its lines ``lines[start:end]``: kind
+    heading, code, table, item, quote, definition or paragraph; ``head``, where a
+    definition's marker is (after its term)."""
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
         if not line.strip():
             i += 1
             continue
+        kind, head = "paragraph", 0
         if _HEADING.match(line):
-            yield "heading", [line]
-            end = i + 1
+            kind, end = "heading", i + 1
         elif _opens(line) and _indent(line) <= 3:
-            end = _fence_end(lines, i)
-            yield "code", lines[i:end]
+            kind, end = "code", _fence_end(lines, i)
         elif _table_starts(lines, i):
-            end = i + 2
+            kind, end = "table", i + 2
             while end < n and lines[end].strip() and "|" in lines[end]:
                 end += 1
-            yield "table", lines[i:end]
         elif _ITEM.match(line):
-            end = _item_end(lines, i, _indent(line), _ITEM.match(line).end(), i + 1)
-            yield "item", lines[i:end]
+            kind, end = "item", _item_end(lines, i, _indent(line), _ITEM.match(line).end(), i + 1)
         elif _QUOTE.match(line):
-            end = i + 1
+            kind, end = "quote", i + 1
             while end < n and lines[end].strip():
                 end += 1
-            yield "quote", lines[i:end]
         else:
             end = i + 1
             while end < n and lines[end].strip() and not _interrupts(lines, end):
                 end += 1
-            if any(_DEFINITION.match(line) for line in lines[i:end]):
-                # A term and its definitions: the definitions' indented paragraphs, lists
-                # and code after blank lines are theirs, as a list item's are.
+            marker = next((j for j in range(i, end) if _DEFINITION.match(lines[j])), None)
+            if marker is not None:
+                # A term and its definition: the definition's indented paragraphs, lists
+                # and code after blank lines are its own, as a list item's are.
+                kind, head = "definition", marker
                 end = _item_end(lines, i, 0, 2, end)
-            yield "paragraph", lines[i:end]
+        yield kind, i, end, head
         i = end
 
 
