@@ -118,6 +118,7 @@ def crawl(
     workdir: Path,
     settings=(),
     start: str | None = None,
+    arguments=(),
 ) -> dict:
     """Run one crawler ("crawlyx", "crawlee" or "scrapy") from ``start`` (default: ``base``)
     against the bench server at ``base`` (its ``/_reset`` and ``/_stats``); its figures."""
@@ -131,6 +132,8 @@ def crawl(
                    "-s", f"CRAWLYX_DATA_DIR={workdir / '.crawlyx'}"]  # fmt: skip
         for setting in settings:
             command += ["-s", setting]
+        for argument in arguments:
+            command += ["-a", argument]
     elif name == "crawlee":
         command = [sys.executable, str(ROOT / "bench" / "crawlee_spider.py"),
                    "--start", start, "--output", str(out),
@@ -194,6 +197,10 @@ def main() -> None:
         help="a setting for the crawlyx crawl (repeatable), e.g. -s CRAWLYX_GRAPH_ENABLED=0",
     )  # fmt: skip
     parser.add_argument(
+        "-a", dest="arguments", action="append", default=[], metavar="NAME=VALUE",
+        help="a spider argument for the crawlyx crawl (repeatable), e.g. -a chunks=512",
+    )  # fmt: skip
+    parser.add_argument(
         "--rss", action="store_true", help="crawlyx at 2,000 and at --pages pages: RSS ratio"
     )
     args = parser.parse_args()
@@ -217,7 +224,10 @@ def main() -> None:
                     print(f"{part} RSS at {args.pages} pages / at 2000 pages: {ratio:.2f}x")
                 return
             max_pages = args.max_pages or args.pages
-            rows = [crawl("crawlyx", base, work / "crawlyx.jsonl", max_pages, work, args.settings)]
+            rows = [
+                crawl("crawlyx", base, work / "crawlyx.jsonl", max_pages, work, args.settings,
+                      arguments=args.arguments)
+            ]  # fmt: skip
             if not args.skip_crawlee:
                 rows.append(crawl("crawlee", base, work / "crawlee.jsonl", max_pages, work))
             if not args.skip_baseline:
