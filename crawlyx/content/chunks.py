@@ -3,8 +3,9 @@
 ``chunk(markdown, max_tokens, url)`` is a pure function of its arguments. The markdown is
 read as a sequence of blocks: ATX headings, fenced code (``` or ~~~, a closing fence of
 the same character at least as long), GFM pipe tables, list items (with their indented
-continuation lines, nested lists and code), block quotes and paragraphs (lines up to a
-blank line). The policy:
+continuation lines, nested lists and code), definitions (``term`` then ``:   text``, with
+their indented continuation, as the converter writes ``<dl>``), block quotes and
+paragraphs (lines up to a blank line). Setext headings are paragraphs. The policy:
 
 * a heading starts a new chunk, unless the chunk so far holds nothing but headings (a
   title and its first section's heading go together) and the heading fits;
@@ -13,6 +14,9 @@ blank line). The policy:
   paragraph and a code block...), never inside one;
 * a table is cut between its rows, and each piece after the first starts with the
   table's header and separator rows again;
+* a definition bigger than ``max_tokens`` (an API reference's class, its methods nested
+  definitions) is read as a page of its own, headings aside, and cut between its blocks,
+  its term with the first;
 * a block bigger than ``max_tokens`` alone (a long code block, a giant paragraph or list
   item, a table row) is a chunk of its own, with the headings that open it, if any: the
   only chunks over the limit.

@@ -5,10 +5,12 @@ Off unless the crawl is given ``-a chunks=N``: then every item gains ``chunks``,
 runs after the copies pipeline, so a page dropped as another's copy costs no chunking,
 and on the final markdown, the one ``content_hash`` is taken of.
 
-Chunking counts every block's tokens and every chunk's (some 10 MB of text a second on
-one core: a 600 KB page takes 100 ms or more), so it runs in the page workers
-(crawlyx/content/workers.py), not on the reactor; each worker reads the tokenizer's
-vocabulary when it first chunks (some 0.3 s and 40 MB). It has the read's time budget
+Chunking counts the tokens of every block and of every chunk, some 1.5 MB of markdown a
+second on one core (a 600 KB page: 0.4 s; real pages: 4 ms on average, a sixth of what
+making their markdown costs; bench/chunks.py), so it runs in the page workers
+(crawlyx/content/workers.py), not on the reactor, which only sends the markdown there and
+takes the chunks back. Each worker reads the tokenizer's vocabulary when it first chunks:
+0.3 s and 40 MB more for each. It has the read's time budget
 (``CRAWLYX_READ_TIMEOUT``): a page whose chunking runs past it, or kills its worker, is
 written with ``chunks`` null rather than not at all, and logged.
 
