@@ -96,10 +96,10 @@ def _pack(pieces: list[_Piece], limit: int):
     """(headings, markdown, tokens) of each chunk, in order."""
     current: list[_Piece] = []
     size = 0
+    headings_only = True  # the chunk so far holds headings alone (or nothing)
     i = 0
     while i < len(pieces) or current:
         piece = pieces[i] if i < len(pieces) else None
-        headings_only = all(p.heading for p in current)
         fits = piece is not None and size + _JOIN + piece.tokens <= limit
         if piece is None or (
             current
@@ -113,13 +113,14 @@ def _pack(pieces: list[_Piece], limit: int):
             back, text, tokens = _over(current, limit)
             i -= back
             yield current[len(current) - back - 1].path, text, tokens
-            current, size = [], 0
+            current, size, headings_only = [], 0, True
             continue
         if not current and piece.header is not None:  # a table goes on: its header again
             again = _Piece(piece.header, count(piece.header), table=piece.table, again=True)
             current, size = [again], again.tokens
         size += piece.tokens + (_JOIN if current else 0)
         current.append(piece)
+        headings_only = headings_only and piece.heading is not None
         i += 1
 
 
