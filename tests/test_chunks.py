@@ -168,6 +168,9 @@ def test_edges():
     # Longer fences hold shorter ones; ~~~ and ``` do not close each other.
     nested = "# A\n\n````md\n```\ninside\n```\n\n~~~\n````\n\nafter\n"
     assert "````md\n```\ninside\n```\n\n~~~\n````" in chunk(nested, 50, URL)[0]["markdown"]
+    # The line breaks between blocks are the page's: a tight list stays tight.
+    tight = "# A\ntext\n- one\n- two\n\n\n\nafter\n"
+    assert [c["markdown"] for c in chunk(tight, 50, URL)] == ["# A\ntext\n- one\n- two\n\nafter\n"]
     # Headings' closing #s and levels that skip.
     path = chunk("# One #\n\n### Three ###\n\ntext\n\n## Two\n\nmore\n", 50, URL)
     assert [c["headings"] for c in path] == [["One", "Three"], ["One", "Two"]]
@@ -231,6 +234,8 @@ def test_any_page_of_blocks(blocks, size):
     markdown = "\n\n".join(blocks) + "\n"
     chunks = chunk(markdown, size, URL)
     assert violations(markdown, chunks, size) == []
+    if len(chunks) == 1:  # the page as it is
+        assert chunks[0]["markdown"] == markdown
 
 
 def test_argument():

@@ -21,9 +21,10 @@ paragraphs (lines up to a blank line). Setext headings are paragraphs. The polic
   item, a table row) is a chunk of its own, with the headings that open it, if any: the
   only chunks over the limit.
 
-Every block of the page is in exactly one chunk, in order, its lines as they were (blank
-lines between blocks become one); only a continued table's header is written twice. So
-every word of the page is in exactly one chunk.
+Every block of the page is in exactly one chunk, in order, its lines as they were, and
+so are the line breaks between two blocks of a chunk (several blank lines become one);
+only a continued table's header is written twice. So every word of the page is in
+exactly one chunk.
 
 Each chunk is ``{"id", "headings", "markdown", "tokens"}``: ``headings`` the titles of
 the headings its content is under, outermost first (those it starts with included);
@@ -90,6 +91,7 @@ class _Piece:
     header: str | None = None  # that table's header and separator rows, for its other rows
     again: bool = False  # a table's header written again
     path: tuple[str, ...] = ()  # the headings' titles in force after it
+    tight: bool = False  # no blank line before it in the page
 
 
 def _pack(pieces: list[_Piece], limit: int):
@@ -145,7 +147,7 @@ def _render(parts: list[_Piece]) -> str:
     for part in parts:
         if previous is not None:
             same_table = part.table is not None and part.table == previous.table
-            out.append("\n" if same_table else "\n\n")
+            out.append("\n" if same_table or part.tight else "\n\n")
         out.append(part.text)
         previous = part
     return "".join(out) + "\n"
@@ -157,38 +159,45 @@ def _pieces(lines: list[str], limit: int, tables, original: list[str] | None = N
     nested = original is not None
     original = lines if original is None else original
     for kind, start, end, head in _blocks(lines):
-        block = original[start:end]
-        if kind == "heading" and not nested:  # a definition's headings are its text
-            match = _HEADING.match(block[0])
-            title = _CLOSING.sub("", (match.group(2) or "").strip()).strip()
-            yield _Piece(block[0], count(block[0]), heading=(len(match.group(1)), title))
-        elif kind == "table" and len(block) > 2:
-            table = next(tables)
-            header = "\n".join(block[:2])
-            first = "\n".join(block[:3])
-            yield _Piece(first, count(first), table=table)
-            for row in block[3:]:
-                yield _Piece(row, count(row), table=table, header=header)
-        else:
-            text = "\n".join(block)
-            tokens = count(text)
-            if kind != "definition" or tokens <= limit:
-                yield _Piece(text, tokens)
-                continue
-            # A definition bigger than a chunk (an API page's class, its methods nested
-            # definitions): what follows its marker is read as a page of its own (headings
-            # aside) and cut between its blocks, the term going with the first of them.
-            body = lines[head:end]
-            column = _DEFINITION.match(body[0]).end()
-            column += _indent(body[0][column:])
-            depth = min([column] + [_indent(line) for line in body[1:] if line.strip()])
-            inner = [" " * (column - depth) + body[0][column:]] + [x[depth:] for x in body[1:]]
-            pieces = list(_pieces(inner, limit, tables, original[head:end]))
-            if head > start:
-                term = "\n".join(original[start:head])
-                first = f"{term}\n{pieces[0].text}"
-                pieces[0] = _Piece(first, count(first), table=pieces[0].table)
-            yield from pieces
+        made = list(_block_pieces(lines, original, kind, start, end, head, limit, tables, nested))
+        made[0].tight = start > 0 and bool(lines[start - 1].strip())
+        yield from made
+
+
+def _block_pieces(lines, original, kind, start, end, head, limit, tables, nested):
+    block = original[start:end]
+    if kind == "heading" and not nested:  # a definition's headings are its text
+        match = _HEADING.match(block[0])
+        title = _CLOSING.sub("", (match.group(2) or "").strip()).strip()
+        yield _Piece(block[0], count(block[0]), heading=(len(match.group(1)), title))
+        return
+    if kind == "table" and len(block) > 2:
+        table = next(tables)
+        header = "\n".join(block[:2])
+        first = "\n".join(block[:3])
+        yield _Piece(first, count(first), table=table)
+        for row in block[3:]:
+            yield _Piece(row, count(row), table=table, header=header)
+        return
+    text = "\n".join(block)
+    tokens = count(text)
+    if kind != "definition" or tokens <= limit:
+        yield _Piece(text, tokens)
+        return
+    # A definition bigger than a chunk (an API page's class, its methods nested
+    # definitions): what follows its marker is read as a page of its own (headings aside)
+    # and cut between its blocks, the term going with the first of them.
+    body = lines[head:end]
+    column = _DEFINITION.match(body[0]).end()
+    column += _indent(body[0][column:])
+    depth = min([column] + [_indent(line) for line in body[1:] if line.strip()])
+    inner = [" " * (column - depth) + body[0][column:]] + [x[depth:] for x in body[1:]]
+    pieces = list(_pieces(inner, limit, tables, original[head:end]))
+    if head > start:
+        term = "\n".join(original[start:head])
+        first = f"{term}\n{pieces[0].text}"
+        pieces[0] = _Piece(first, count(first), table=pieces[0].table)
+    yield from pieces
 
 
 def _blocks(lines: list[str]):
