@@ -6,8 +6,8 @@ runs after the copies pipeline, so a page dropped as another's copy costs no chu
 and on the final markdown, the one ``content_hash`` is taken of.
 
 Chunking counts the tokens of every block and of every chunk, some 1.5 MB of markdown a
-second on one core (a 600 KB page: 0.4 s; real pages: 4 ms on average, a sixth of what
-making their markdown costs; bench/chunks.py), so it runs in the page workers
+second on one core (a 600 KB page: 0.4 s; real pages: 4 to 7 ms on average, a fifth of
+what making their markdown costs; bench/chunks.py), so it runs in the page workers
 (crawlyx/content/workers.py), not on the reactor, which only sends the markdown there and
 takes the chunks back. Each worker reads the tokenizer's vocabulary when it first chunks:
 0.3 s and 40 MB more for each. It has the read's time budget
