@@ -73,6 +73,7 @@ def test_the_addon_wires_the_components():
     assert settings.getdict("ITEM_PIPELINES") == {
         "crawlyx.pipelines.markdown.MarkdownPipeline": 300,
         "crawlyx.pipelines.copies.CopiesPipeline": 310,
+        "crawlyx.pipelines.chunks.ChunksPipeline": 320,  # NotConfigured without -a chunks
         "crawlyx.pipelines.lease.LeaseCheck": 1000,
     }
     assert settings.getdict("FEED_STORAGES")["file"] == "crawlyx.feeds.FileFeedStorage"
