@@ -42,8 +42,8 @@ class ChunksPipeline:
             max_tokens = crawler.spider.args.chunks
         except (RuntimeError, AttributeError):  # another spider, or none yet
             raise NotConfigured from None
-        if max_tokens is None:
-            raise NotConfigured("-a chunks is not given")
+        if max_tokens is None:  # no message: Scrapy would log one at WARNING for every crawl
+            raise NotConfigured
         return cls(crawler, max_tokens)
 
     async def process_item(self, item):
