@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crawlyx.content.documents import Unreadable  # noqa: E402
+from crawlyx.content.documents.errors import Unreadable  # noqa: E402
 from crawlyx.content.documents.reader import read_pdf  # noqa: E402
 
 CHROMIUM = "/usr/lib/chromium/chromium"

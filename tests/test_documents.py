@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from crawlyx.content.documents import Unreadable
+from crawlyx.content.documents.errors import Unreadable
 from crawlyx.content.documents.reader import read_docx, read_pdf, read_text
 from tests.conftest import crawl_command, crawl_env
 from tests.pdfs import (

@@ -173,9 +173,9 @@ def read_page(page: str, url: str, scope: str | None, **options) -> dict:
 
 
 def read_document(kind: str, body: bytes | str, url: str, scope: str | None, neardup: bool) -> dict:
-    """:func:`crawlyx.content.documents.read_document`, in a worker: the memory a big
+    """:func:`crawlyx.content.documents.reader.read_document`, in a worker: the memory a big
     document took is given back after, as a big page's."""
-    from crawlyx.content.documents import read_document as read
+    from crawlyx.content.documents.reader import read_document as read
 
     try:
         return read(kind, body, url, scope, neardup)
@@ -353,7 +353,7 @@ class PageWorkers:
     async def read_document(
         self, kind: str, body: bytes | str, url: str, scope: str | None
     ) -> dict:
-        """:func:`crawlyx.content.documents.read_document` (a PDF...), in a worker, within
+        """:func:`crawlyx.content.documents.reader.read_document` (a PDF...), in a worker, within
         the read budget of any page."""
         self._inc("crawlyx/workers/documents")
         return await self.run(

@@ -23,7 +23,6 @@ from crawlyx import render
 from crawlyx.arguments import CrawlArgs
 from crawlyx.content.canonical import Canonicals, header_canonical
 from crawlyx.content.documents import (
-    Unreadable,
     as_page,
     binary,
     document_body,
@@ -33,6 +32,7 @@ from crawlyx.content.documents import (
     media_type,
     told_by_headers,
 )
+from crawlyx.content.documents.errors import Unreadable
 from crawlyx.content.encoding import page_text
 from crawlyx.content.notfound import NotFound
 from crawlyx.content.outline import read_outline

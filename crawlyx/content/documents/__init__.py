@@ -3,8 +3,9 @@ like HTML; every other response that is no page is named.
 
 The crawl process only tells what a response is (:func:`kind_of`, from its Content-Type
 and first bytes: no reader is imported there); a document is read in the page workers
-(:func:`read_document`, with the read budget of any page), into the same shape
-:func:`crawlyx.content.page.analyze` gives an HTML page.
+(:func:`crawlyx.content.documents.reader.read_document`, with the read budget of any
+page), into the same shape :func:`crawlyx.content.page.analyze` gives an HTML page; a
+reader that cannot raises :class:`crawlyx.content.documents.errors.Unreadable`.
 """
 
 from __future__ import annotations
@@ -57,10 +58,6 @@ _ARCHIVES = frozenset(
         "application/java-archive",
     }
 )
-
-
-class Unreadable(Exception):
-    """A document that cannot be read: encrypted, broken, or without text (scanned)."""
 
 
 def document_types(settings) -> tuple[str, ...]:
@@ -220,13 +217,3 @@ def document_body(kind: str, response) -> bytes | str:
         return response.body.decode("utf-8")
     except UnicodeDecodeError:
         return response.body.decode("cp1252", "replace")
-
-
-def read_document(kind: str, body: bytes | str, url: str, scope: str | None, neardup: bool) -> dict:
-    """The document read as a page (see :func:`crawlyx.content.page.analyze`), in a
-    worker; :class:`Unreadable` when it cannot be."""
-    # Imported here: the crawl process never reads a document.
-    from crawlyx.content.documents.reader import read_docx, read_pdf, read_text
-
-    readers = {"pdf": read_pdf, "docx": read_docx, "markdown": read_text, "text": read_text}
-    return readers[kind](body, url, scope, neardup=neardup)

@@ -15,7 +15,7 @@ import zipfile
 
 from lxml import etree
 
-from crawlyx.content.documents import Unreadable
+from crawlyx.content.documents.errors import Unreadable
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"

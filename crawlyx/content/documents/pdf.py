@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pypdfium2 as pdfium
 import pypdfium2.raw as raw
 
-from crawlyx.content.documents import Unreadable
+from crawlyx.content.documents.errors import Unreadable
 from crawlyx.content.documents.tree import Role, roles
 
 _MONO_FONT = re.compile(r"mono|courier|consol|menlo|code|fixed|typewriter", re.IGNORECASE)

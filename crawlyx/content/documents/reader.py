@@ -1,7 +1,8 @@
 """A document read as a page: the fields :func:`crawlyx.content.page.analyze` gives an
 HTML page, from the document's text (a PDF's: :mod:`crawlyx.content.documents.layout`; a
 Word document's: :mod:`crawlyx.content.documents.docx`; markdown and plain text as they
-are), metadata and links. Runs in a worker process."""
+are), metadata and links. Runs in a worker process: the crawl process imports none of
+this (nor PDFium), only :mod:`crawlyx.content.documents`, which tells what a response is."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import re
 from bisect import bisect_right
 from urllib.parse import urljoin
 
-from crawlyx.content.documents import Unreadable, docx, layout, pdf
+from crawlyx.content.documents import docx, layout, pdf
+from crawlyx.content.documents.errors import Unreadable
 from crawlyx.content.page import markdown_keys
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.urls.normalize import fetch_form, normalize_url
@@ -21,6 +23,13 @@ _FILE_TITLE = re.compile(
     r"|^untitled|^[a-z]+://",
     re.IGNORECASE,
 )
+
+
+def read_document(kind: str, body: bytes | str, url: str, scope: str | None, neardup: bool) -> dict:
+    """The document read as a page (see :func:`crawlyx.content.page.analyze`), in a
+    worker; :class:`Unreadable` when it cannot be."""
+    readers = {"pdf": read_pdf, "docx": read_docx, "markdown": read_text, "text": read_text}
+    return readers[kind](body, url, scope, neardup=neardup)
 
 
 def read_pdf(body: bytes, url: str, scope: str | None, *, neardup: bool = False) -> dict:
