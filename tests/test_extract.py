@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from crawlyx.content.extract import page_markdown, page_title, parse_document
+from crawlyx.content.extract import page_markdown, parse_document
+from crawlyx.content.extract.titles import page_title
 from crawlyx.content.markdown import html_to_markdown
 
 PAGE = """<html><head><title>Launch notes | Acme Blog</title></head><body>

@@ -38,7 +38,8 @@ def read_outline(page: str, url: str, scope: str | None) -> dict:
     document's ``robots`` meta tags (as :func:`crawlyx.content.page.analyze` gives them)."""
     # Imported here, as the page workers do: the crawl process, which names this function
     # for a worker to run, does without the parser's and converter's imports.
-    from crawlyx.content.extract import attribute_values, parse_document
+    from crawlyx.content.extract import parse_document
+    from crawlyx.content.extract.elements import attribute_values
     from crawlyx.content.page import _join, _resolve, anchor_text, robots_meta
 
     doc = parse_document(page)

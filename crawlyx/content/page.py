@@ -16,7 +16,8 @@ from urllib.parse import urljoin
 
 import ada_url
 
-from crawlyx.content.extract import attribute_values, document_markdown, parse_document
+from crawlyx.content.extract import document_markdown, parse_document
+from crawlyx.content.extract.elements import attribute_values
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.graph.neardup import signature
 from crawlyx.urls.normalize import fetch_form, normalize_url, untracked_query
