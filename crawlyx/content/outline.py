@@ -39,15 +39,12 @@ def read_outline(page: str, url: str, scope: str | None) -> dict:
     # Imported here, as the page workers do: the crawl process, which names this function
     # for a worker to run, does without the parser's and converter's imports.
     from crawlyx.content.extract import parse_document
-    from crawlyx.content.extract.elements import attribute_values
-    from crawlyx.content.page import _join, _resolve, anchor_text, robots_meta
+    from crawlyx.content.page import _resolve, anchor_text, base_url, robots_meta
 
     doc = parse_document(page)
     if doc is None or scope is None:
         return {"entries": [], "robots": []}
-    base = url
-    for href in attribute_values(doc, "base", "href")[:1]:
-        base = _join(url, href) or url
+    base = base_url(doc, url)
     outline = _Outline(partial(_resolve, base=base, prefix=scope + "/"), anchor_text)
     return {"entries": outline.entries(doc), "robots": robots_meta(doc)}
 

@@ -56,9 +56,7 @@ def analyze(
     data.update(links={}, anchors={}, links_capped=0, robots=[], frames=[])
     data["shell"] = is_shell(doc, page)  # before pruning
     if doc is not None:
-        base = url
-        for href in attribute_values(doc, "base", "href")[:1]:
-            base = _join(url, href) or url
+        base = base_url(doc, url)
         data.update(_metadata(doc, url))
         data["links"], data["anchors"], data["links_capped"] = _links(doc, base, scope, max_links)
         data["frames"] = noscript_frames(doc, base, scope)
@@ -302,6 +300,14 @@ def anchor_text(element) -> str:
         alts = [element.get("alt")] if element.tag == "area" else element.xpath(".//img/@alt")
         text = next((" ".join(alt.split()) for alt in alts if alt and alt.strip()), "")
     return text.replace("\0", "")[:ANCHOR_MAX_CHARS]
+
+
+def base_url(doc, url: str) -> str:
+    """Where the relative links of a page fetched from ``url`` lead from: its first
+    ``<base href>``, else ``url``."""
+    for href in attribute_values(doc, "base", "href")[:1]:
+        return _join(url, href) or url
+    return url
 
 
 def _join(base: str, href: str) -> str | None:
