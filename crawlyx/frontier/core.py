@@ -35,7 +35,7 @@ from typing import Protocol
 
 from redis.exceptions import NoScriptError
 
-from crawlyx.frontier.state import REDIS_DOWN, outage
+from crawlyx.frontier.outage import REDIS_DOWN, outage
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,9 @@ last crawl process to leave shuts it down, or its watchdog once they were all ki
 Every Redis call is bounded (``CRAWLYX_REDIS_TIMEOUT``) and retried a few times with
 backoff; a call that still fails raises one of :data:`REDIS_DOWN`, which the crawl's
 components survive: the crawl pauses until Redis answers again, and what it could not
-send is sent then. An embedded server that dies is not restarted by the crawl: stop it
-(Ctrl-C) and run the job again, which starts the server anew from its append-only file.
+send is sent then (:mod:`crawlyx.frontier.outage`, whose names this module offers too).
+An embedded server that dies is not restarted by the crawl: stop it (Ctrl-C) and run the
+job again, which starts the server anew from its append-only file.
 """
 
 from __future__ import annotations
@@ -32,15 +33,14 @@ from redis.retry import Retry
 
 from crawlyx.config import CLUSTER_SCHEMES, cluster_nodes
 from crawlyx.frontier import watchdog
+from crawlyx.frontier.core import CrawlCore
+from crawlyx.frontier.outage import REDIS_DOWN, outage
 from crawlyx.frontier.watchdog import LOCK, USERS, flock, try_flock
 
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "crawlyx"
 
-
-# Redis unreachable or stalled: the call may be tried again later.
-REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
 
 # Job keys that carry an expiry of their own, kept by State.expire_all: robots.txt
 # records and their fetch locks (robots:{origin}, crawlyx.middlewares.robots).
@@ -126,13 +126,6 @@ def connect_url(url: str, **options) -> redis.Redis:
 
 def is_cluster(client) -> bool:
     return isinstance(client, RedisCluster)
-
-
-def outage(stats, doing: str, exc: Exception) -> None:
-    """Log and count a Redis call that failed with one of :data:`REDIS_DOWN`."""
-    logger.warning("Redis unreachable while %s: %s", doing, exc)
-    if stats is not None:
-        stats.inc_value("crawlyx/redis/errors")
 
 
 def redact(url: str) -> str:
@@ -356,8 +349,6 @@ class State:
     def core(self, stats=None):
         """The crawl core sending this state's batches (crawlyx.frontier.core)."""
         if self._core is None:
-            from crawlyx.frontier.core import CrawlCore
-
             self._core = CrawlCore(self.client, stats)
         return self._core
 
