@@ -18,10 +18,11 @@ here, while Scrapy builds the rest.
 from __future__ import annotations
 
 from crawlyx import render
-from crawlyx.config import check_known, check_redis_url, check_types
+from crawlyx.config import check_known, check_types
 from crawlyx.content.documents import document_types
 from crawlyx.content.workers import PageWorkers
 from crawlyx.exporters import FEED_EXPORTERS
+from crawlyx.frontier.checks import check_redis_url
 from crawlyx.parts import CrawlParts
 
 # Read by the crawler process before any crawler (and its add-ons) exists.

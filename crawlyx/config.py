@@ -3,9 +3,10 @@
 Every ``CRAWLYX_*`` setting is one crawlyx declares (crawlyx/settings.py): a misspelt name
 would otherwise be ignored, and the crawl run with the default. Every one whose default is
 a number or a flag must read as one: a number is finite and never negative (no count, size
-or duration is), a flag is ``true``/``false``/``1``/``0``. The Redis URL must be one
-redis-py opens. Each component checks what its own values mean (a window's bounds, a port's
-range) in its ``check_settings``; the add-on runs those after these (crawlyx/addon.py).
+or duration is), a flag is ``true``/``false``/``1``/``0``. The Redis settings are checked
+next to the Redis code (crawlyx/frontier/checks.py). Each component checks what its own
+values mean (a window's bounds, a port's range) in its ``check_settings``; the add-on runs
+those after these (crawlyx/addon.py).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
-CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")  # a Redis Cluster, by its nodes
-REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
+from crawlyx import settings as defaults
+
 PREFIX = "CRAWLYX_"
 
 
@@ -38,8 +38,6 @@ REMOVED = {
 def check_known(settings) -> None:
     """ValueError naming the first ``CRAWLYX_*`` setting crawlyx does not declare, and the
     declared one closest to it. The value is not shown: it may be a password."""
-    from crawlyx import settings as defaults
-
     known = {name for name in vars(defaults) if name.startswith(PREFIX)}
     for name in settings:
         if name in REMOVED:
@@ -52,8 +50,6 @@ def check_known(settings) -> None:
 
 def check_types(settings) -> None:
     """ValueError naming the first ``CRAWLYX_*`` number or flag set to something else."""
-    from crawlyx import settings as defaults
-
     for name, default in vars(defaults).items():
         if not name.startswith(PREFIX) or name not in settings:
             continue
@@ -78,80 +74,3 @@ def _integer(value) -> int:
     if number != int(number):
         raise ValueError(value)
     return int(number)
-
-
-def check_redis_url(settings) -> None:
-    """ValueError unless CRAWLYX_REDIS_URL is empty (the embedded server) or a Redis URL."""
-    url = settings.get("CRAWLYX_REDIS_URL") or ""
-    if not url:
-        return
-    try:
-        cluster_nodes(url)  # a cluster's nodes are each host:port
-        bad = urlsplit(url).scheme not in REDIS_SCHEMES
-    except ValueError:
-        bad = True
-    if bad:
-        from crawlyx.frontier.state import redact
-
-        raise ValueError(
-            f"CRAWLYX_REDIS_URL ({redact(url)}) must be a redis://, rediss://, unix:// or "
-            "redis+cluster://host:port[,host:port...] URL, or empty for the embedded server"
-        )
-
-
-def cluster_nodes(url: str) -> list[tuple[str, int]]:
-    """The (host, port) of each node a ``redis+cluster://`` URL names (none for another
-    URL); ValueError for a node that is no ``host:port``."""
-    parts = urlsplit(url)
-    if parts.scheme not in CLUSTER_SCHEMES:
-        return []
-    nodes = []
-    for node in parts.netloc.rpartition("@")[2].split(","):
-        host, _, port = node.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"a cluster node is host:port, not {node!r}")
-        nodes.append((host.strip("[]"), int(port)))
-    return nodes
-
-
-def check_redis_reachable(settings) -> None:
-    """ValueError unless the Redis of CRAWLYX_REDIS_URL answers, asked once (the crawl
-    itself rides out a Redis that goes away later). The embedded server is not asked (the
-    crawl starts it, while it builds its components), but the directory it would keep its
-    data and locks in must be one it can write."""
-    url = settings.get("CRAWLYX_REDIS_URL") or ""
-    if not url:
-        check_data_dir(settings)
-        return
-    import redis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    from crawlyx.frontier.state import connect_url, redact
-
-    timeout = settings.getfloat("CRAWLYX_REDIS_TIMEOUT")
-    try:
-        client = connect_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-        )
-        client.ping()
-    except (redis.RedisError, redis.exceptions.RedisClusterException, ValueError) as exc:
-        where = f"{redact(url)} (CRAWLYX_REDIS_URL)"
-        raise ValueError(f"cannot reach Redis at {where}: {exc}") from None
-    client.close()
-
-
-def check_data_dir(settings) -> None:
-    """ValueError unless CRAWLYX_DATA_DIR can hold the embedded Redis, and no other process
-    has been starting or stopping it for long (that wait is done here, before the crawl)."""
-    from crawlyx.frontier.state import EmbeddedRedis
-
-    embedded = EmbeddedRedis(settings.get("CRAWLYX_DATA_DIR") or ".crawlyx")
-    try:
-        embedded.check_dir()
-        embedded.wait_unlocked()
-    except RuntimeError as exc:
-        raise ValueError(str(exc)) from None

@@ -18,11 +18,11 @@ import crawlyx.settings
 from crawlyx.breadth.recorder import Recorder as BreadthRecorder
 from crawlyx.breadth.report import read_breadth
 from crawlyx.breadth.store import BreadthStore, breadth_state, day_key, utc_day
-from crawlyx.config import check_redis_reachable, check_redis_url
 from crawlyx.demand.recorder import Recorder as DemandRecorder
 from crawlyx.demand.registry import Registry, registry_state
 from crawlyx.demand.ring import RingConfig
 from crawlyx.demand.store import DemandStore, MergedRing, demand_state
+from crawlyx.frontier.checks import check_redis_reachable, check_redis_url
 from crawlyx.frontier.state import State, connect_url, is_cluster
 from crawlyx.sitekeys import ROWS, site_key
 from tests.test_breadth import GOOGLE, GPT, log_line, scrapy

@@ -24,7 +24,7 @@ from scrapy.spiderloader import get_spider_loader
 from crawlyx import log
 from crawlyx.addon import COMPONENTS, Addon, set_entries
 from crawlyx.arguments import CrawlArgs
-from crawlyx.config import check_redis_reachable
+from crawlyx.frontier.checks import check_redis_reachable
 from crawlyx.frontier.jobs import check_rerun
 from crawlyx.frontier.state import State
 from crawlyx.interrupt import Interrupts

@@ -31,7 +31,6 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
-from crawlyx.config import CLUSTER_SCHEMES, cluster_nodes
 from crawlyx.frontier import watchdog
 from crawlyx.frontier.core import CrawlCore
 from crawlyx.frontier.outage import REDIS_DOWN, outage
@@ -40,6 +39,9 @@ from crawlyx.frontier.watchdog import LOCK, USERS, flock, try_flock
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "crawlyx"
+
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")  # a Redis Cluster, by its nodes
+REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 
 
 # Job keys that carry an expiry of their own, kept by State.expire_all: robots.txt
@@ -122,6 +124,21 @@ def connect_url(url: str, **options) -> redis.Redis:
     if parts.scheme.startswith("rediss"):
         options["ssl"] = True
     return RedisCluster(startup_nodes=nodes, **options)
+
+
+def cluster_nodes(url: str) -> list[tuple[str, int]]:
+    """The (host, port) of each node a ``redis+cluster://`` URL names (none for another
+    URL); ValueError for a node that is no ``host:port``."""
+    parts = urlsplit(url)
+    if parts.scheme not in CLUSTER_SCHEMES:
+        return []
+    nodes = []
+    for node in parts.netloc.rpartition("@")[2].split(","):
+        host, _, port = node.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"a cluster node is host:port, not {node!r}")
+        nodes.append((host.strip("[]"), int(port)))
+    return nodes
 
 
 def is_cluster(client) -> bool:
