@@ -147,7 +147,7 @@ class Host:
 
 
 @dataclass
-class Report:
+class BudgetReport:
     """What a report changed: increases, the window before a decrease this process caused
     (None if none), the pause left (seconds), whether a Crawl-delay start was granted and
     else how long before asking again (seconds)."""
@@ -173,7 +173,7 @@ class SharedBudget:
         self.grow_after = max(1, settings.getint("CRAWLYX_WINDOW_GROW_AFTER"))
         self._sync = self.redis.register_script(_SYNC)
 
-    def report(self, host: Host, asking: bool = False, start: bool = False) -> Report:
+    def report(self, host: Host, asking: bool = False, start: bool = False) -> BudgetReport:
         """Report ``host`` and take this process's share (``asking``: for a request not
         counted as waiting; ``start``: and a Crawl-delay start for it). Raises one of
         ``REDIS_DOWN`` with nothing reported: what was pending stays pending."""
@@ -201,4 +201,6 @@ class SharedBudget:
         host.value, host.gen, host.share = window, gen, share
         if started:
             host.through += 1
-        return Report(grew, before if shrank else None, paused / 1000, bool(started), wait / 1000)
+        return BudgetReport(
+            grew, before if shrank else None, paused / 1000, bool(started), wait / 1000
+        )

@@ -75,7 +75,7 @@ from twisted.python.failure import Failure
 from crawlyx.errors import CrawlyxIgnore, classify
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.middlewares import installed, slots
-from crawlyx.middlewares.budget import SYNC_INTERVAL, Host, Report, SharedBudget
+from crawlyx.middlewares.budget import SYNC_INTERVAL, BudgetReport, Host, SharedBudget
 from crawlyx.middlewares.retry_after import parse_retry_after
 from crawlyx.middlewares.robots import RobotsMiddleware
 from crawlyx.parts import crawl_parts
@@ -205,7 +205,7 @@ class WindowMiddleware:
             if host.busy:
                 self._report(host)
 
-    def _report(self, host: Host, asking: bool = False, start: bool = False) -> Report | None:
+    def _report(self, host: Host, asking: bool = False, start: bool = False) -> BudgetReport | None:
         """Report to the job's budget and act on the answer; None if Redis is unreachable
         (what was pending goes with the next report)."""
         if self.budget is None:
