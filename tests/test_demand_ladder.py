@@ -11,9 +11,9 @@ from scrapy.settings import Settings
 import crawlyx.settings as project_settings
 from crawlyx.demand.durations import seconds as duration_seconds
 from crawlyx.demand.ladder import (
-    Histogram,
     Ladder,
     PageState,
+    RungHistogram,
     check,
     ladder_for,
     normalize,
@@ -167,7 +167,7 @@ def test_a_page_is_decided_only_once_due():
 
 
 def test_demote_walks_up_one_rung_per_unvisited_interval_to_the_base():
-    lad, store, hist, visits = acting(), Store(), Histogram(), Visits()
+    lad, store, hist, visits = acting(), Store(), RungHistogram(), Visits()
     store.pages["u"] = PageState(6 * H, 100 * H)
     hist.add(6 * H)
     seen = walk(lad, store, hist, visits, "u", 100 * H, 200 * H)
@@ -178,7 +178,7 @@ def test_demote_walks_up_one_rung_per_unvisited_interval_to_the_base():
 
 
 def test_promote_walks_down_one_rung_at_a_time_to_the_fastest():
-    lad, store, hist, visits = acting(), Store(), Histogram(), Visits()
+    lad, store, hist, visits = acting(), Store(), RungHistogram(), Visits()
     store.pages["u"] = PageState(24 * H, 100 * H)
     hist.add(24 * H, 100)  # the rest of the site, so the backstop stays out of the way
     visits.visit("u", *range(0, 400 * H, H))  # hourly, for good
@@ -240,7 +240,7 @@ def test_a_cold_ring_holds_every_rung_and_asks_for_a_refresh():
 
 
 def test_cold_ring_through_step_writes_nothing():
-    lad, store, hist, visits = acting(), Store(), Histogram(), Visits()
+    lad, store, hist, visits = acting(), Store(), RungHistogram(), Visits()
     for i in range(50):
         store.pages[f"u{i}"] = PageState(6 * H, 0)
     hist.add(6 * H, 50)
@@ -262,7 +262,7 @@ def test_the_backstop_stops_promotion_into_the_fastest_rung_only():
 
 
 def test_the_backstop_through_step_caps_the_fastest_share():
-    lad, store, hist, visits = acting(MAX_FAST_FRACTION=0.1), Store(), Histogram(), Visits()
+    lad, store, hist, visits = acting(MAX_FAST_FRACTION=0.1), Store(), RungHistogram(), Visits()
     now = 1000 * H
     for i in range(20):
         store.pages[f"u{i}"] = PageState(12 * H, now)
@@ -278,7 +278,7 @@ def test_the_backstop_through_step_caps_the_fastest_share():
 
 def test_a_dry_run_reports_the_counterfactual_but_never_changes_an_interval():
     for lad in (ladder(), ladder(ENABLED=True)):  # the defaults, and enabled alone
-        store, hist, visits = Store(), Histogram(), Visits()
+        store, hist, visits = Store(), RungHistogram(), Visits()
         store.pages["cold"] = PageState(6 * H, 0)
         store.pages["hot"] = PageState(24 * H, 0)
         hist.add(6 * H)
@@ -296,7 +296,7 @@ def test_a_dry_run_reports_the_counterfactual_but_never_changes_an_interval():
 
 
 def test_an_acting_ladder_writes_the_real_interval():
-    lad, store, hist, visits = acting(), Store(), Histogram(), Visits()
+    lad, store, hist, visits = acting(), Store(), RungHistogram(), Visits()
     store.pages["u"] = PageState(6 * H, 0)
     hist.add(6 * H)
     step(lad, store, hist, "u", D, visits.probe)
@@ -306,7 +306,7 @@ def test_an_acting_ladder_writes_the_real_interval():
 
 
 def test_a_converged_page_costs_no_write():
-    lad, store, hist, visits = acting(), Store(), Histogram(), Visits()
+    lad, store, hist, visits = acting(), Store(), RungHistogram(), Visits()
     store.pages["hot"] = PageState(6 * H, 0)
     store.pages["idle"] = PageState(24 * H, 0)
     hist.add(6 * H)
@@ -319,7 +319,7 @@ def test_a_converged_page_costs_no_write():
 
 
 def test_the_histogram_is_logged_every_stats_interval(caplog):
-    lad, hist = ladder(STATS_INTERVAL="30m"), Histogram()
+    lad, hist = ladder(STATS_INTERVAL="30m"), RungHistogram()
     hist.add(24 * H, 3)
     with caplog.at_level(logging.INFO, logger="crawlyx.demand.ladder"):
         logged = [hist.maybe_log(lad, t) for t in (0, 10 * M, 29 * M, 30 * M, 31 * M, 60 * M)]

@@ -235,7 +235,7 @@ def check(settings) -> Ladder:
 
 
 @dataclass
-class Histogram:
+class RungHistogram:
     """Pages per rung for one site (the counterfactual one in a dry run), logged every
     ``stats_interval``. The ``fast_share`` it reports feeds the backstop."""
 
@@ -278,7 +278,7 @@ class PageStore(Protocol):
 def step(
     ladder: Ladder,
     store: PageStore,
-    histogram: Histogram,
+    histogram: RungHistogram,
     url: str,
     now: float,
     probe: Probe,

@@ -29,7 +29,7 @@ import time
 from datetime import UTC, datetime
 
 from crawlyx import demand
-from crawlyx.demand.ladder import Histogram, label, ladder_for, step
+from crawlyx.demand.ladder import RungHistogram, label, ladder_for, step
 from crawlyx.demand.registry import Page, Registry, registry_state
 from crawlyx.frontier.core import retryable
 from crawlyx.parts import crawl_parts
@@ -50,7 +50,7 @@ class Recrawl:
         self.emit_all = emit_all
         self.ladder = ladder_for(self.settings)  # checked at start (crawlyx.addon)
         self.registries: dict[str, Registry] = {}
-        self.histograms: dict[str, tuple[float, Histogram]] = {}
+        self.histograms: dict[str, tuple[float, RungHistogram]] = {}
         self.logged_at: float | None = None  # when the rung histogram was last logged
         self._rows: list[tuple] = []  # registry rows for the crawl core's next batch
         self._unwritten: list[tuple] = []  # (registry, URL) of copies, for that batch too
@@ -275,7 +275,7 @@ class Recrawl:
         if decision.refresh and now - (ring.read_at or 0) >= COLD_KICK:
             ring.refresh(now)
 
-    def _histogram(self, site: str, now: float) -> Histogram:
+    def _histogram(self, site: str, now: float) -> RungHistogram:
         """The site's histogram as the registry keeps it, read again every HISTOGRAM_TTL."""
         read_at, histogram = self.histograms.get(site, (None, None))
         if histogram is None or now - read_at >= HISTOGRAM_TTL:

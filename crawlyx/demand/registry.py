@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from hashlib import blake2b
 
 from crawlyx.demand import durations
-from crawlyx.demand.ladder import Histogram, PageState, ladder_for
+from crawlyx.demand.ladder import PageState, RungHistogram, ladder_for
 from crawlyx.frontier.state import State, is_cluster
 from crawlyx.sitekeys import site_key
 
@@ -302,10 +302,10 @@ class Registry:
         rows = self.state.client.hmget(self.key("pages"), ids)
         return [page for page in map(_page, rows) if page is not None]
 
-    def histogram(self, shadow: bool = False) -> Histogram:
+    def histogram(self, shadow: bool = False) -> RungHistogram:
         """Pages per interval (the shadow intervals for a dry run)."""
         rows = self.state.client.hgetall(self.key("rungs:dry" if shadow else "rungs"))
-        return Histogram({float(k): int(v) for k, v in rows.items() if int(v)})
+        return RungHistogram({float(k): int(v) for k, v in rows.items() if int(v)})
 
     def writes(self) -> int:
         return int(self.state.client.get(self.key("writes")) or 0)
