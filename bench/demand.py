@@ -7,7 +7,7 @@ false-positive rate measured against the configured one.
 
 Visits follow a skewed mix (a few hot pages, a long tail) over 250,000 distinct URLs,
 one hour (one slice). "record_visit" is the module API (bot check, site lookup, slot
-check, BLAKE2b-128, a set insert); "Recorder.record" the hot path alone.
+check, BLAKE2b-128, a set insert); "DemandRecorder.record" the hot path alone.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import crawlyx.settings as project_settings
 from crawlyx import demand
 from crawlyx.breadth import Recorder as BreadthRecorder
 from crawlyx.demand import RingConfig
-from crawlyx.demand.recorder import Recorder
+from crawlyx.demand.recorder import DemandRecorder
 from crawlyx.demand.store import MergedRing, demand_state
-from crawlyx.demand.tracker import Demand
+from crawlyx.demand.tracker import DemandTracker
 
 SITE = "https://docs.example.com"
 NOW = 1_900_000_000.0
@@ -88,12 +88,12 @@ def main() -> None:
     site_pages = pages(config.slice_urls)
     sample = list(visits(min(args.visits, 100_000), site_pages, first, seconds))
 
-    breadth, recorder = BreadthRecorder(SITE), Recorder(SITE, config)
+    breadth, recorder = BreadthRecorder(SITE), DemandRecorder(SITE, config)
     if client is not None:  # the module API itself, set up on that Redis
         demand.configure(settings(), state)
         record_visit = demand.record_visit
     else:
-        record_visit = Demand(state, config).record
+        record_visit = DemandTracker(state, config).record
 
     def hash_only(url, when, _blake2b=blake2b):
         _blake2b(url.encode(), digest_size=16).digest()
@@ -107,12 +107,12 @@ def main() -> None:
     for label, fn in (
         ("BLAKE2b-128 alone (reference)", hash_only),
         ("breadth Recorder.record (reference)", breadth_record),
-        ("demand Recorder.record", recorder.record),
+        ("demand DemandRecorder.record", recorder.record),
         ("demand record_visit", api),
     ):
         print(f"{label:<37} {per_visit(fn, sample):5.2f} µs")
 
-    ring = Demand(state, config)
+    ring = DemandTracker(state, config)
     members: set[str] = set()
     checkpoints = {args.visits // 10, args.visits // 2, args.visits}
     stream = visits(args.visits, site_pages, first, seconds)

@@ -18,7 +18,7 @@ import crawlyx.settings
 from crawlyx.breadth.recorder import Recorder as BreadthRecorder
 from crawlyx.breadth.report import read_breadth
 from crawlyx.breadth.store import BreadthStore, breadth_state, day_key, utc_day
-from crawlyx.demand.recorder import Recorder as DemandRecorder
+from crawlyx.demand.recorder import DemandRecorder
 from crawlyx.demand.registry import Registry, registry_state
 from crawlyx.demand.ring import RingConfig
 from crawlyx.demand.store import DemandStore, MergedRing, demand_state

@@ -21,7 +21,7 @@ from scrapy.utils.test import get_crawler
 import crawlyx.settings as project_settings
 from crawlyx import demand
 from crawlyx.demand import RingConfig, bloom, parse_duration
-from crawlyx.demand.recorder import PENDING_LIMIT, Recorder
+from crawlyx.demand.recorder import PENDING_LIMIT, DemandRecorder
 from crawlyx.demand.store import (
     DemandStore,
     Layout,
@@ -30,7 +30,7 @@ from crawlyx.demand.store import (
     parse_key,
     row_key,
 )
-from crawlyx.demand.tracker import Demand
+from crawlyx.demand.tracker import DemandTracker
 from crawlyx.extensions.demand import Demand as DemandExtension
 from crawlyx.sitekeys import ROWS, site_key
 from tests.conftest import crawl_env, empty_store, free_port
@@ -121,7 +121,7 @@ def test_digest_is_stable_across_processes_and_machines():
 
 
 def test_recorder_memory_is_bounded_by_distinct_urls_not_visits():
-    recorder = Recorder(SITE, config())
+    recorder = DemandRecorder(SITE, config())
     for _ in range(3):
         for url in urls(0, 1000):
             recorder.record(url, NOW)
@@ -138,7 +138,7 @@ def test_recorder_memory_is_bounded_by_distinct_urls_not_visits():
 
 def test_no_false_negatives_and_the_configured_false_positive_rate(state):
     ring = config(slice_urls=20_000, fp_rate=0.01)
-    recorder = Recorder(SITE, ring)
+    recorder = DemandRecorder(SITE, ring)
     members = urls(0, 20_000)
     for url in members:
         recorder.record(url, NOW)
@@ -153,7 +153,7 @@ def test_no_false_negatives_and_the_configured_false_positive_rate(state):
 
 def test_nodes_flush_into_one_ring_and_the_read_ors_them(state):
     ring = config()
-    recorders = [Recorder(SITE, ring) for _ in range(3)]
+    recorders = [DemandRecorder(SITE, ring) for _ in range(3)]
     for n, recorder in enumerate(recorders):
         for url in urls(n * 100, n * 100 + 150):  # overlapping sets
             recorder.record(url, NOW - n * HOUR)
@@ -178,7 +178,7 @@ def test_nodes_flush_into_one_ring_and_the_read_ors_them(state):
     # Node 2's URLs were visited two hours ago, not within the last hour.
     assert not any(read.visited_within(url, HOUR - 1, NOW) for url in urls(300, 350))
     # A flush again is an OR: idempotent.
-    again = Recorder(SITE, ring)
+    again = DemandRecorder(SITE, ring)
     again.record(f"{SITE}/p/0", NOW)
     DemandStore(state, ring, node="node0").flush(again, NOW)
     read.refresh(NOW)
@@ -189,7 +189,7 @@ def test_a_read_is_cached_for_the_refresh_interval(state):
     ring = config(refresh_interval=60)
     read = MergedRing(state, SITE, ring)
     assert not read.visited_within(f"{SITE}/late", HOUR, NOW)
-    recorder = Recorder(SITE, ring)
+    recorder = DemandRecorder(SITE, ring)
     recorder.record(f"{SITE}/late", NOW)
     DemandStore(state, ring).flush(recorder, NOW)
     assert not read.visited_within(f"{SITE}/late", HOUR, NOW + 59)  # the cached read
@@ -198,7 +198,7 @@ def test_a_read_is_cached_for_the_refresh_interval(state):
 
 def test_a_process_reads_its_own_flushes_at_once(state):
     ring = config(refresh_interval=60)
-    mine, other = Demand(state, ring), Demand(state, ring)  # two processes
+    mine, other = DemandTracker(state, ring), DemandTracker(state, ring)  # two processes
     for process in (mine, other):  # both have read the ring: an empty one, cached
         assert not process.visited_within(SITE, f"{SITE}/a", HOUR, NOW)
     assert mine.read(SITE).rows == 0
@@ -219,7 +219,7 @@ def test_a_process_reads_its_own_flushes_at_once(state):
 def test_failed_flush_stays_dirty_and_lands_later(state):
     ring = config()
     dead = demand_state(redis.Redis(port=free_port(), retry=Retry(NoBackoff(), 0)))
-    recorder = Recorder(SITE, ring)
+    recorder = DemandRecorder(SITE, ring)
     for url in urls(0, 100):
         recorder.record(url, NOW)
     with pytest.raises(redis.ConnectionError):
@@ -235,7 +235,7 @@ def test_failed_flush_stays_dirty_and_lands_later(state):
 def test_failed_flush_while_redis_is_down_lands_after_restart(own_redis):
     ring = config()
     state = demand_state(redis.Redis.from_url(own_redis.url, retry=Retry(NoBackoff(), 0)))
-    recorder = Recorder(SITE, ring)
+    recorder = DemandRecorder(SITE, ring)
     recorder.record(f"{SITE}/x", NOW)
     own_redis.stop()
     with pytest.raises(redis.ConnectionError):
@@ -248,12 +248,12 @@ def test_failed_flush_while_redis_is_down_lands_after_restart(own_redis):
 
 def test_slots_older_than_the_ring_are_skipped(state):
     ring = config(slices=4)
-    recorder = Recorder(SITE, ring)
+    recorder = DemandRecorder(SITE, ring)
     recorder.record(f"{SITE}/old", NOW - 10 * HOUR)
     recorder.record(f"{SITE}/recent", NOW - 2 * HOUR)
     # Written while they were in the ring (a flush drops slices that already left it).
     assert DemandStore(state, ring).flush(recorder, NOW - 9 * HOUR) == 2
-    late = Recorder(SITE, ring)
+    late = DemandRecorder(SITE, ring)
     late.record(f"{SITE}/gone", NOW - 10 * HOUR)
     assert DemandStore(state, ring).flush(late, NOW) == 0 and late.size() == 0
     read = MergedRing(state, SITE, ring)
@@ -270,7 +270,7 @@ def test_slots_older_than_the_ring_are_skipped(state):
 
 def test_rows_found_expired_leave_the_index(state):
     ring, index = config(), f"crawlyx:_demand:{{{SITE}}}:rows"
-    recorder = Recorder(SITE, ring)
+    recorder = DemandRecorder(SITE, ring)
     for hours in (0, 1, 2):
         recorder.record(f"{SITE}/p", NOW - hours * HOUR)
     assert DemandStore(state, ring, node="n").flush(recorder, NOW) == 3
@@ -292,7 +292,7 @@ def test_the_read_goes_row_by_row_and_yields(state, monkeypatch):
 
     ring = config(slices=200)
     for n in range(120):  # 120 rows: slices of three nodes
-        recorder = Recorder(SITE, ring)
+        recorder = DemandRecorder(SITE, ring)
         recorder.record(f"{SITE}/{n}", NOW - (n // 3) * HOUR)
         DemandStore(state, ring, node=f"n{n % 3}").flush(recorder, NOW)
     fetched, sleeps = [], []
@@ -313,10 +313,10 @@ def test_the_read_goes_row_by_row_and_yields(state, monkeypatch):
 def test_other_sites_other_sizings_and_bad_rows(state):
     small, large = config(slice_urls=100), config(slice_urls=5000)
     for ring, url in ((small, f"{SITE}/a"), (large, f"{SITE}/b")):
-        recorder = Recorder(SITE, ring)
+        recorder = DemandRecorder(SITE, ring)
         recorder.record(url, NOW)
         DemandStore(state, ring).flush(recorder, NOW)
-    other = Recorder(SITE + ":8443", small)
+    other = DemandRecorder(SITE + ":8443", small)
     other.record(f"{SITE}:8443/c", NOW)
     DemandStore(state, small).flush(other, NOW)
     start = int(NOW // HOUR) * HOUR
@@ -332,7 +332,7 @@ def test_other_sites_other_sizings_and_bad_rows(state):
 
 
 def test_people_other_automation_and_crawlyx_are_not_visits(state):
-    ring = Demand(state, config(), bot="crawlyx")
+    ring = DemandTracker(state, config(), bot="crawlyx")
     for bot in (None, "", "human", "other", "crawlyx", "Crawlyx"):
         assert not ring.record(SITE, f"{SITE}/{bot}", bot, NOW)
     assert ring.record(SITE, f"{SITE}/g", "Googlebot", NOW)

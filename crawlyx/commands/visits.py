@@ -33,7 +33,7 @@ from crawlyx.breadth.bots import OWN, BotTable
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, connect, utc_day
 from crawlyx.commands import failer
-from crawlyx.demand import Demand, RingConfig
+from crawlyx.demand import DemandTracker, RingConfig
 from crawlyx.demand.store import demand_state
 from crawlyx.urls.normalize import normalize_url, url_origin
 
@@ -121,7 +121,7 @@ class Command(ScrapyCommand):
         except RuntimeError as exc:
             fail(str(exc), code=1)
         bot = settings.get("CRAWLYX_BOT_NAME") or "crawlyx"
-        demand = Demand(demand_state(state.client), ring, bot) if ring is not None else None
+        demand = DemandTracker(demand_state(state.client), ring, bot) if ring is not None else None
         store = BreadthStore(state, settings.getint("CRAWLYX_BREADTH_RETENTION_DAYS"))
         reader = _Reader(
             site,
@@ -155,7 +155,7 @@ class _Reader:
     def __init__(self, site, log_format, bots, recorder, store, interval, demand=None):
         self.site, self.base = site, site + "/"
         self.format, self.bots, self.recorder, self.store = log_format, bots, recorder, store
-        self.demand: Demand | None = demand
+        self.demand: DemandTracker | None = demand
         self.demand_horizon = 0.0  # visits before this have left the demand ring
         self.interval = interval
         self.counts: Counter[str] = Counter()

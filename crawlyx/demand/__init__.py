@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from crawlyx.demand.durations import parse_duration
 from crawlyx.demand.ring import RingConfig
-from crawlyx.demand.tracker import Demand
+from crawlyx.demand.tracker import DemandTracker
 
 __all__ = [
-    "Demand",
+    "DemandTracker",
     "RingConfig",
     "configure",
     "flush",
@@ -41,10 +41,10 @@ __all__ = [
     "visited_within",
 ]
 
-_demand: Demand | None = None
+_demand: DemandTracker | None = None
 
 
-def configure(settings=None, state=None, node: str | None = None) -> Demand:
+def configure(settings=None, state=None, node: str | None = None) -> DemandTracker:
     """Set the process's ring up from ``settings`` (the project's by default) on
     ``state`` (default: the Redis the settings name, as a crawl connects). Visits
     recorded before and not flushed are kept when the sizing is unchanged."""
@@ -59,13 +59,13 @@ def configure(settings=None, state=None, node: str | None = None) -> Demand:
     state = demand_state(state.client) if state is not None else connect(settings)
     bot = settings.get("CRAWLYX_BOT_NAME") or "crawlyx"
     previous = _demand
-    _demand = Demand(state, config, bot, node)
+    _demand = DemandTracker(state, config, bot, node)
     if previous is not None and previous.config == config:
         _demand.recorders = previous.recorders
     return _demand
 
 
-def current() -> Demand:
+def current() -> DemandTracker:
     """The process's ring, set up from the project's settings on first use."""
     return _demand if _demand is not None else configure()
 

@@ -1,6 +1,6 @@
 """The in-memory side: one process's visits to one site, per time slice.
 
-:meth:`Recorder.record` is the hot path: one slot check and one BLAKE2b-128 of the URL,
+:meth:`DemandRecorder.record` is the hot path: one slot check and one BLAKE2b-128 of the URL,
 added to the slice's *pending* set; no bit arithmetic and no I/O there (setting ``k``
 bits one by one in Python costs several µs). The pending digests become bits in the
 slice's filter vectorized (numpy), when the set reaches :data:`PENDING_LIMIT` and
@@ -34,7 +34,7 @@ class Slice:
         self.filter: bytearray | None = None  # allocated when the first bits are set
 
 
-class Recorder:
+class DemandRecorder:
     """One site's unflushed visits: ``slot -> Slice``."""
 
     def __init__(self, site: str, config: RingConfig):

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import redis
 
 from crawlyx.demand.bloom import byte_size, contains, digest, positions, union_into
-from crawlyx.demand.recorder import Recorder
+from crawlyx.demand.recorder import DemandRecorder
 from crawlyx.demand.ring import RingConfig
 from crawlyx.frontier.state import State
 from crawlyx.sitekeys import INDEX_LUA, ROWS, drop_gone, list_site, parse_site, row_keys, site_key
@@ -118,7 +118,7 @@ def parse_key(state: State, key: str) -> tuple[str, Layout] | None:
 
 
 class DemandStore:
-    """Merges the dirty slices of :class:`Recorder` objects into their node's rows."""
+    """Merges the dirty slices of :class:`DemandRecorder` objects into their node's rows."""
 
     def __init__(self, state: State, config: RingConfig, node: str | None = None):
         self.state = state
@@ -127,7 +127,7 @@ class DemandStore:
         self._merge = state.client.register_script(_MERGE)
 
     def flush(
-        self, recorder: Recorder, now: float | None = None, read: MergedRing | None = None
+        self, recorder: DemandRecorder, now: float | None = None, read: MergedRing | None = None
     ) -> int:
         """OR every dirty slice of ``recorder`` into Redis; returns the rows merged.
         Each merged slice is ORed into ``read`` too (the process's cached read of the

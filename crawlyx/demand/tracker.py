@@ -1,6 +1,6 @@
 """A process's ring: the recorders of its sites, the store they flush to, the reads.
 
-:class:`Demand` is what the crawl's extension, ``scrapy visits`` and the module API
+:class:`DemandTracker` is what the crawl's extension, ``scrapy visits`` and the module API
 (:func:`crawlyx.demand.record_visit`, :func:`crawlyx.demand.visited_within`) share.
 """
 
@@ -10,13 +10,13 @@ import time
 
 from crawlyx.breadth.bots import HUMAN, OTHER
 from crawlyx.demand.durations import parse_duration
-from crawlyx.demand.recorder import Recorder
+from crawlyx.demand.recorder import DemandRecorder
 from crawlyx.demand.ring import RingConfig
 from crawlyx.demand.store import DemandStore, MergedRing
 from crawlyx.frontier.state import State
 
 
-class Demand:
+class DemandTracker:
     """Record visits (memory), flush them (Redis), ask the merged ring (cached)."""
 
     MAX_SITES = 256  # sites recorded per process; visits to more are counted, dropped
@@ -30,7 +30,7 @@ class Demand:
         # scripts: ``other``), and crawlyx's own fetches.
         self.not_visits = {None, "", HUMAN, OTHER, bot.lower()}
         self._visitors: dict[str | None, bool] = {}  # bot name -> counts as a visit
-        self.recorders: dict[str, Recorder] = {}
+        self.recorders: dict[str, DemandRecorder] = {}
         self.reads: dict[str, MergedRing] = {}
         self.recorded = 0
         self.sites_dropped = 0
@@ -45,7 +45,7 @@ class Demand:
             if len(self.recorders) >= self.MAX_SITES:
                 self.sites_dropped += 1
                 return False
-            recorder = self.recorders[site] = Recorder(site, self.config)
+            recorder = self.recorders[site] = DemandRecorder(site, self.config)
         recorder.record(url, time.time() if when is None else when)
         self.recorded += 1
         return True

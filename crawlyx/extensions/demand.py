@@ -44,7 +44,7 @@ class Demand:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self.ring: demand.Demand | None = None
+        self.ring: demand.DemandTracker | None = None
         self._task: task.LoopingCall | None = None
         self._rungs: task.LoopingCall | None = None  # logs the rung histogram
 
