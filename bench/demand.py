@@ -6,8 +6,9 @@ false-positive rate measured against the configured one.
     python bench/demand.py --redis-url redis://127.0.0.1:6379/0   # + flush and read
 
 Visits follow a skewed mix (a few hot pages, a long tail) over 250,000 distinct URLs,
-one hour (one slice). "record_visit" is the module API (bot check, site lookup, slot
-check, BLAKE2b-128, a set insert); "DemandRecorder.record" the hot path alone.
+one hour (one slice). "DemandTracker.record" is what a process records with (bot check,
+site lookup, slot check, BLAKE2b-128, a set insert); "DemandRecorder.record" the hot path
+alone.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from hashlib import blake2b
 from scrapy.settings import Settings
 
 import crawlyx.settings as project_settings
-from crawlyx import demand
 from crawlyx.breadth import Recorder as BreadthRecorder
 from crawlyx.demand import RingConfig
 from crawlyx.demand.recorder import DemandRecorder
@@ -89,11 +89,7 @@ def main() -> None:
     sample = list(visits(min(args.visits, 100_000), site_pages, first, seconds))
 
     breadth, recorder = BreadthRecorder(SITE), DemandRecorder(SITE, config)
-    if client is not None:  # the module API itself, set up on that Redis
-        demand.configure(settings(), state)
-        record_visit = demand.record_visit
-    else:
-        record_visit = DemandTracker(state, config).record
+    record_visit = DemandTracker.from_settings(settings(), state).record
 
     def hash_only(url, when, _blake2b=blake2b):
         _blake2b(url.encode(), digest_size=16).digest()
@@ -108,7 +104,7 @@ def main() -> None:
         ("BLAKE2b-128 alone (reference)", hash_only),
         ("breadth Recorder.record (reference)", breadth_record),
         ("demand DemandRecorder.record", recorder.record),
-        ("demand record_visit", api),
+        ("demand DemandTracker.record", api),
     ):
         print(f"{label:<37} {per_visit(fn, sample):5.2f} µs")
 

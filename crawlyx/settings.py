@@ -151,8 +151,8 @@ CRAWLYX_BREADTH_BOTS = None  # None: crawlyx.breadth.bots.DEFAULT_BOTS; {name: r
 
 # Demand (crawlyx/demand): which URLs bots visited, per time slice, in a ring of Bloom
 # filters merged into Redis under crawlyx:_demand:{site}:...; fed by `scrapy visits` and
-# crawlyx.demand.record_visit, asked by crawlyx.demand.visited_within. Durations are
-# written 90s, 30m, 6h, 2d or as plain seconds.
+# crawlyx.demand.DemandTracker.record, asked by its visited_within. Durations are written
+# 90s, 30m, 6h, 2d or as plain seconds.
 CRAWLYX_DEMAND_ENABLED = False  # the crawl's extension, and `scrapy visits` feeding the ring
 CRAWLYX_DEMAND_SLICE = "1h"  # one Bloom filter per slice of this length
 # Slices in the ring: 192 × 1h = 8 days, so 4 windows of the slowest default rung (48h)

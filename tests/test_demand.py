@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 import redis
@@ -19,7 +20,6 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 import crawlyx.settings as project_settings
-from crawlyx import demand
 from crawlyx.demand import RingConfig, bloom, parse_duration
 from crawlyx.demand.recorder import PENDING_LIMIT, DemandRecorder
 from crawlyx.demand.store import (
@@ -328,7 +328,7 @@ def test_other_sites_other_sizings_and_bad_rows(state):
     assert read.rows == 2  # the 8443 site's row and the short row are not merged
 
 
-# -- the process's ring, the module API, the extension ----------------------------------
+# -- the process's ring, built from settings, the extension ----------------------------------
 
 
 def test_people_other_automation_and_crawlyx_are_not_visits(state):
@@ -343,17 +343,19 @@ def test_people_other_automation_and_crawlyx_are_not_visits(state):
     assert not ring.visited_within(SITE, f"{SITE}/human", "1h", NOW)
 
 
-def test_module_api_records_flushes_and_asks(state, redis_url):
+def test_a_tracker_from_settings_records_flushes_and_asks(state, redis_url):
     settings = Settings(crawlyx_settings(CRAWLYX_REDIS_URL=redis_url, CRAWLYX_DEMAND_SLICE="30m"))
-    demand.configure(settings, state=state)
+    ring = DemandTracker.from_settings(settings, state)
+    assert ring.config == RingConfig.from_settings(settings)
     now = time.time() // 1800 * 1800 + 1700  # the visit, 1000 s before, in the same slice
-    assert demand.record_visit(SITE, f"{SITE}/api", "GPTBot", now - 1000)
-    assert not demand.record_visit(SITE, f"{SITE}/person", None, now)
-    assert not demand.visited_within(SITE, f"{SITE}/api", "6h", now)  # not flushed yet
-    assert demand.flush() == 1
-    assert demand.visited_within(SITE, f"{SITE}/api", "6h", now)  # its own flush, at once
-    assert demand.visited_within(SITE, f"{SITE}/api", 900, now)  # same 30-minute slice
-    assert not demand.visited_within(SITE, f"{SITE}/api", 60, now + 4 * HOUR)
+    assert ring.record(SITE, f"{SITE}/api", "GPTBot", now - 1000)
+    assert not ring.record(SITE, f"{SITE}/person", None, now)
+    assert not ring.record(SITE, f"{SITE}/self", "crawlyx", now)  # CRAWLYX_BOT_NAME's own
+    assert not ring.visited_within(SITE, f"{SITE}/api", "6h", now)  # not flushed yet
+    assert ring.flush() == 1
+    assert ring.visited_within(SITE, f"{SITE}/api", "6h", now)  # its own flush, at once
+    assert ring.visited_within(SITE, f"{SITE}/api", 900, now)  # same 30-minute slice
+    assert not ring.visited_within(SITE, f"{SITE}/api", 60, now + 4 * HOUR)
 
 
 def test_extension_is_off_by_default_and_flushes_when_on(state, redis_url):
@@ -363,12 +365,12 @@ def test_extension_is_off_by_default_and_flushes_when_on(state, redis_url):
         settings_dict=crawlyx_settings(CRAWLYX_DEMAND_ENABLED=True, CRAWLYX_REDIS_URL=redis_url)
     )
     ext = DemandExtension.from_crawler(crawler)
-    ext.ring = demand.configure(crawler.settings, state=state)  # what spider_opened does
-    demand.record_visit(SITE, f"{SITE}/e", "ClaudeBot")
+    ext.ring = DemandTracker.from_settings(crawler.settings, state)  # what spider_opened does
+    ext.ring.record(SITE, f"{SITE}/e", "ClaudeBot")
     assert ext.flush()
     assert crawler.stats.get_value("crawlyx/demand/rows_merged") == 1
     assert crawler.stats.get_value("crawlyx/demand/recorded") == 1
-    assert demand.visited_within(SITE, f"{SITE}/e", "1h")
+    assert ext.ring.visited_within(SITE, f"{SITE}/e", "1h")
     with pytest.raises(NotConfigured):
         DemandExtension.from_crawler(
             get_crawler(settings_dict=crawlyx_settings(CRAWLYX_DEMAND_SLICE="x"))
@@ -381,6 +383,22 @@ def test_extension_is_off_by_default_and_flushes_when_on(state, redis_url):
                 )
             )
         )
+
+
+def test_extension_builds_its_ring_and_hands_it_to_the_recrawl(state, redis_url, monkeypatch):
+    crawler = get_crawler(
+        settings_dict=crawlyx_settings(CRAWLYX_DEMAND_ENABLED=True, CRAWLYX_REDIS_URL=redis_url)
+    )
+    ext = DemandExtension.from_crawler(crawler)
+    parts = SimpleNamespace(state=state)
+    monkeypatch.setattr("crawlyx.extensions.demand.crawl_parts", lambda crawler: parts)
+    recrawl = SimpleNamespace(demand=None, ladder=SimpleNamespace(enabled=False))
+    ext.spider_opened(SimpleNamespace(recrawl=recrawl))
+    try:
+        assert isinstance(ext.ring, DemandTracker) and recrawl.demand is ext.ring
+        assert ext.ring.state.client is state.client
+    finally:
+        ext.spider_closed(None)
 
 
 def test_visits_feeds_the_ring_with_bots_only(state, redis_url, tmp_path):

@@ -261,7 +261,7 @@ def test_the_refresh_argument():
 def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
     from scrapy.utils.test import get_crawler
 
-    from crawlyx import demand
+    from crawlyx.demand import DemandTracker
     from crawlyx.demand.recrawl import Recrawl
     from crawlyx.parts import crawl_parts
     from crawlyx.spiders.site import SiteSpider
@@ -274,8 +274,11 @@ def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
     )
     crawler._apply_settings()
     crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
-    demand.configure(crawler.settings, crawl_parts(crawler).state)
     recrawl = Recrawl(crawler, refresh="due")
+    # What the demand extension does when the spider opens.
+    ring = recrawl.demand = DemandTracker.from_settings(
+        crawler.settings, crawl_parts(crawler).state
+    )
     site = f"https://ladder-{time.time_ns()}.example"
     hot, cold, once = f"{site}/hot", f"{site}/cold", f"{site}/once"
     fetched = time.time() - 3 * DAY
@@ -284,9 +287,9 @@ def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
     due = fetched + DAY
     # hot: a visit in each of the last two 12h windows; once: in the last one only.
     for when in (due - HOUR, due - 13 * HOUR):
-        assert demand.record_visit(site, hot, "GPTBot", when)
-    assert demand.record_visit(site, once, "GPTBot", due - HOUR)
-    demand.flush()
+        assert ring.record(site, hot, "GPTBot", when)
+    assert ring.record(site, once, "GPTBot", due - HOUR)
+    ring.flush()
 
     now = due + 60
     for url in (hot, cold, once):

@@ -28,9 +28,9 @@ import math
 import time
 from datetime import UTC, datetime
 
-from crawlyx import demand
 from crawlyx.demand.ladder import RungHistogram, label, ladder_for, step
 from crawlyx.demand.registry import Page, Registry, registry_state
+from crawlyx.demand.tracker import DemandTracker
 from crawlyx.frontier.core import retryable
 from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import url_origin
@@ -55,6 +55,9 @@ class Recrawl:
         self._rows: list[tuple] = []  # registry rows for the crawl core's next batch
         self._unwritten: list[tuple] = []  # (registry, URL) of copies, for that batch too
         self.core = None
+        # The process's visit ring the ladder reads: the demand extension's, handed over
+        # when the spider opens (see :meth:`_demand`).
+        self.demand: DemandTracker | None = None
         self.idle: dict[str, str] = {}  # site -> why a refresh run found nothing due
 
     # -- the registry ---------------------------------------------------------------------
@@ -257,7 +260,7 @@ class Recrawl:
         if not self.ladder.enabled:
             return
         site = url_origin(url)
-        ring = demand.current().read(site)
+        ring = self._demand().read(site)
         if not ring.fresh(now):
             ring.refresh(now)
         decision = step(
@@ -274,6 +277,14 @@ class Recrawl:
         self.crawler.stats.inc_value(f"crawlyx/demand/ladder/{decision.why}")
         if decision.refresh and now - (ring.read_at or 0) >= COLD_KICK:
             ring.refresh(now)
+
+    def _demand(self) -> DemandTracker:
+        """The visit ring: the demand extension's, or, with the extension left out of
+        EXTENSIONS, one of this recrawl's own on the crawl's Redis (it reads only)."""
+        if self.demand is None:
+            state = crawl_parts(self.crawler).state
+            self.demand = DemandTracker.from_settings(self.settings, state)
+        return self.demand
 
     def _histogram(self, site: str, now: float) -> RungHistogram:
         """The site's histogram as the registry keeps it, read again every HISTOGRAM_TTL."""

@@ -1,7 +1,7 @@
 """A process's ring: the recorders of its sites, the store they flush to, the reads.
 
-:class:`DemandTracker` is what the crawl's extension, ``scrapy visits`` and the module API
-(:func:`crawlyx.demand.record_visit`, :func:`crawlyx.demand.visited_within`) share.
+:class:`DemandTracker` is what the crawl's extension (and through it the recrawl's rung
+ladder), ``scrapy visits`` and a script each build, on the Redis they use.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from crawlyx.breadth.bots import HUMAN, OTHER
 from crawlyx.demand.durations import parse_duration
 from crawlyx.demand.recorder import DemandRecorder
 from crawlyx.demand.ring import RingConfig
-from crawlyx.demand.store import DemandStore, MergedRing
+from crawlyx.demand.store import DemandStore, MergedRing, demand_state
 from crawlyx.frontier.state import State
 
 
@@ -34,6 +34,15 @@ class DemandTracker:
         self.reads: dict[str, MergedRing] = {}
         self.recorded = 0
         self.sites_dropped = 0
+
+    @classmethod
+    def from_settings(cls, settings, state: State, node: str | None = None) -> DemandTracker:
+        """A ring sized by ``settings`` on the Redis of ``state``: a crawl's, or for a
+        script, :func:`crawlyx.demand.store.connect`'s (the caller closes it). The fetches
+        of ``CRAWLYX_BOT_NAME`` (crawlyx's own) are not visits."""
+        bot = settings.get("CRAWLYX_BOT_NAME") or "crawlyx"
+        config = RingConfig.from_settings(settings)
+        return cls(demand_state(state.client), config, bot, node)
 
     def record(self, site: str, url: str, bot: str | None, when: float | None = None) -> bool:
         """Record a visit by ``bot`` to ``url`` (normalized) of ``site`` at ``when``

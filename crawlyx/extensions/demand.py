@@ -1,12 +1,12 @@
 """Demand for the crawl: the process's ring, on the crawl's Redis, flushed on a timer.
 
-With CRAWLYX_DEMAND_ENABLED, the crawl sets the process's ring up
-(:func:`crawlyx.demand.configure`) on its own Redis when the spider opens, so the
-crawl's components (and any code it runs) record with
-:func:`crawlyx.demand.record_visit` and ask :func:`crawlyx.demand.visited_within`.
-The crawl's own fetches are not visits and are not recorded. Recording touches memory
-only; a LoopingCall merges the visits into Redis every CRAWLYX_DEMAND_FLUSH_INTERVAL,
-and the spider's close flushes once more.
+With CRAWLYX_DEMAND_ENABLED, the extension builds the process's ring
+(:class:`crawlyx.demand.DemandTracker`) on the crawl's Redis when the spider opens, as
+:attr:`Demand.ring`, and hands it to the spider's recrawl, whose rung ladder asks it; code
+the crawl runs finds it there too (``crawler.get_extension(Demand).ring``). The crawl's
+own fetches are not visits and are not recorded. Recording touches memory only; a
+LoopingCall merges the visits into Redis every CRAWLYX_DEMAND_FLUSH_INTERVAL, and the
+spider's close flushes once more.
 
 Every CRAWLYX_DEMAND_STATS_INTERVAL the spider's recrawl logs where the rung ladder has
 put the pages of the sites it reads (crawlyx/demand/recrawl.py), on a timer of its own: a
@@ -28,10 +28,10 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from crawlyx import demand
 from crawlyx.demand import ladder
 from crawlyx.demand.registry import retention
 from crawlyx.demand.ring import RingConfig
+from crawlyx.demand.tracker import DemandTracker
 from crawlyx.extensions import flush_counted
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.parts import crawl_parts
@@ -44,7 +44,7 @@ class Demand:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self.ring: demand.DemandTracker | None = None
+        self.ring: DemandTracker | None = None
         self._task: task.LoopingCall | None = None
         self._rungs: task.LoopingCall | None = None  # logs the rung histogram
 
@@ -72,10 +72,13 @@ class Demand:
         return ext
 
     def spider_opened(self, spider):
-        self.ring = demand.configure(self.crawler.settings, crawl_parts(self.crawler).state)
+        state = crawl_parts(self.crawler).state
+        self.ring = DemandTracker.from_settings(self.crawler.settings, state)
         self._task = task.LoopingCall(self.flush)
         self._task.start(self.config.flush_interval, now=False)
         recrawl = getattr(spider, "recrawl", None)
+        if recrawl is not None:
+            recrawl.demand = self.ring  # what the rung ladder reads the visits from
         if recrawl is not None and recrawl.ladder.enabled:
             self._rungs = task.LoopingCall(self.log_rungs, recrawl)
             self._rungs.start(recrawl.ladder.stats_interval, now=False)
