@@ -236,3 +236,13 @@ def test_a_jobs_keys_are_listed_expired_and_dropped_by_slot_on_a_cluster(cluster
     assert all(0 < cluster_client.ttl(key) <= 600 for key in keys)
     assert state.delete_all() == len(keys)
     assert not any(cluster_client.exists(key) for key in keys)
+
+
+def test_a_cluster_node_named_as_one_server_is_refused_before_the_crawl(redis_cluster, crawl):
+    node = f"redis://127.0.0.1:{redis_cluster.ports[0]}"
+    result = crawl("start=http://127.0.0.1:9/", settings={"CRAWLYX_REDIS_URL": node})
+    assert result.returncode == 2
+    assert result.log == (
+        f"crawlyx: Redis at {node} (CRAWLYX_REDIS_URL) is a node of a Redis Cluster; "
+        f"name the cluster: redis+cluster://127.0.0.1:{redis_cluster.ports[0]}\n"
+    )

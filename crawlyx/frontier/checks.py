@@ -12,7 +12,14 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
-from crawlyx.frontier.state import REDIS_SCHEMES, EmbeddedRedis, cluster_nodes, connect_url, redact
+from crawlyx.frontier.state import (
+    CLUSTER_SCHEMES,
+    REDIS_SCHEMES,
+    EmbeddedRedis,
+    cluster_nodes,
+    connect_url,
+    redact,
+)
 
 
 def check_redis_url(settings) -> None:
@@ -42,6 +49,8 @@ def check_redis_reachable(settings) -> None:
         check_data_dir(settings)
         return
     timeout = settings.getfloat("CRAWLYX_REDIS_TIMEOUT")
+    failures = (redis.RedisError, RedisClusterException, ValueError)
+    where = f"{redact(url)} (CRAWLYX_REDIS_URL)"
     try:
         client = connect_url(
             url,
@@ -49,11 +58,22 @@ def check_redis_reachable(settings) -> None:
             socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
         )
-        client.ping()
-    except (redis.RedisError, RedisClusterException, ValueError) as exc:
-        where = f"{redact(url)} (CRAWLYX_REDIS_URL)"
+        try:
+            client.ping()
+            # A cluster's node named as one server answers MOVED for most of the job's
+            # keys: the crawl would run, and lose what it writes to them.
+            single = urlsplit(url).scheme not in CLUSTER_SCHEMES
+            clustered = single and client.info("cluster").get("cluster_enabled") == 1
+        finally:
+            client.close()
+    except failures as exc:
         raise ValueError(f"cannot reach Redis at {where}: {exc}") from None
-    client.close()
+    if clustered:
+        scheme = "rediss+cluster" if urlsplit(url).scheme == "rediss" else "redis+cluster"
+        raise ValueError(
+            f"Redis at {where} is a node of a Redis Cluster; name the cluster: "
+            f"{scheme}://{redact(url).split('://', 1)[-1]}"
+        )
 
 
 def check_data_dir(settings) -> None:
