@@ -57,6 +57,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 
 from crawlyx.frontier.core import retryable
 from crawlyx.frontier.fingerprint import normalized_fingerprint
+from crawlyx.frontier.outage import REDIS_DOWN, outage
 from crawlyx.frontier.visited import LEASED, QUEUED
 from crawlyx.parts import crawl_parts
 
@@ -174,7 +175,11 @@ class CopiesPipeline:
         deadline = loop.time() + START_WAIT
         while waiting and loop.time() < deadline and not self._closing():
             await asyncio.sleep(POLL)
-            states = visited.states(waiting)
+            try:
+                states = visited.states(waiting)
+            except REDIS_DOWN as exc:  # no waiting through an outage: the claim waits it out
+                outage(self.stats, "looking at the start page's links", exc)
+                break
             # Done, or never queued (off the crawl's scope): nothing to wait for.
             waiting = [fp for fp, state in zip(waiting, states, strict=True) if state in QUEUING]
         result = self._claim(item)
