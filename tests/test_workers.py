@@ -210,8 +210,14 @@ def test_two_poison_pages_take_no_innocent_page_with_them():
 
 def _page_workers(crawl_pid: int) -> list[psutil.Process]:
     """The crawl's page workers: the children it spawned with multiprocessing."""
-    crawl = psutil.Process(crawl_pid)
-    return [c for c in crawl.children() if "multiprocessing.spawn" in " ".join(c.cmdline())]
+    workers = []
+    for child in psutil.Process(crawl_pid).children():
+        try:  # a child may end (or be a zombie not yet reaped) while it is looked at
+            if "multiprocessing.spawn" in " ".join(child.cmdline()):
+                workers.append(child)
+        except psutil.Error:
+            continue
+    return workers
 
 
 def _second_half(host: str, rid: str) -> bool:
