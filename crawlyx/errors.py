@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from contextlib import suppress
-from functools import cached_property
 from http import HTTPStatus
 from ssl import SSLError
 
@@ -22,7 +21,7 @@ from twisted.internet import error as net
 from twisted.python.failure import Failure
 from twisted.web.client import ResponseFailed
 
-from crawlyx.parts import crawl_parts
+from crawlyx.signals import url_failed
 
 ERROR_CLASSES = (
     "http_3xx",  # a 3xx that leads nowhere: no Location, a 300, a 304 nobody asked for
@@ -146,16 +145,13 @@ class ErrorLog:
     """Every failed or skipped URL, counted under its class in the stats
     (``crawlyx/error/<class>``) and, with ``-a errors=PATH``, written there as one JSON
     line: url, class, detail, referrer. A resumed job appends to the file. Each is also
-    recorded in the job's link graph (:mod:`crawlyx.graph.recorder`): its class, and the
-    status of an HTTP error."""
+    sent as :data:`crawlyx.signals.url_failed`, to which the job's link graph
+    (:mod:`crawlyx.graph.recorder`: its class, the status of an HTTP error) and the
+    fetch tally of the metrics and report (errors by host) subscribe."""
 
     def __init__(self, crawler, path: str | None = None, append: bool = False):
         self.crawler = crawler
         self.file = open(path, "a" if append else "w", encoding="utf-8") if path else None
-
-    @cached_property
-    def graph(self):
-        return crawl_parts(self.crawler).graph  # built after the spider, which builds this
 
     def record(
         self,
@@ -171,15 +167,10 @@ class ErrorLog:
         """``holder``: of an alias (a page written once), the URL it is written under."""
         if error_class not in ERROR_CLASSES:
             raise ValueError(f"unknown error class {error_class!r}")
-        if self.graph is not None and error_class not in ALIASES:
-            self.graph.outcome(url, error_class, status=status, depth=depth)
-        elif self.graph is not None and holder is not None:
-            self.graph.written_as(url, holder)
-        from crawlyx.extensions.telemetry import tally_of  # it imports the middlewares
-
-        tally = tally_of(self.crawler)
-        if tally is not None:  # the metrics or the report count errors by host
-            tally.error(url, error_class)
+        self.crawler.signals.send_catch_log(
+            signal=url_failed, url=url, error_class=error_class, detail=detail,
+            referrer=referrer, status=status, depth=depth, holder=holder,
+        )  # fmt: skip
         stats = self.crawler.stats
         stats.inc_value("crawlyx/error/count")
         stats.inc_value(f"crawlyx/error/{error_class}")

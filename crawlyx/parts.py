@@ -30,9 +30,12 @@ class CrawlParts:
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
 
     def start(self) -> None:
-        """Start booting the embedded Redis and the page workers, which take a while."""
+        """Start booting the embedded Redis and the page workers, which take a while.
+        The graph recorder is built now too: it subscribes to the crawl's signals before
+        anything can fail."""
         self.embedded = boot_embedded(self.crawler.settings)
         self.workers.warm_up()
+        _ = self.graph
 
     @cached_property
     def state(self) -> State:

@@ -7,7 +7,11 @@ import zlib
 from collections import Counter
 
 import pytest
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.test import get_crawler
 
+from crawlyx.errors import ErrorLog
+from crawlyx.signals import url_failed
 from tests.site import QuietHandler, Serving
 
 PAGE = "<html><head><title>{0}</title></head><body><h1>{0}</h1><p>Text.</p>{1}</body></html>"
@@ -190,3 +194,28 @@ def test_a_not_found_page_answered_200_is_a_broken_link(crawl, tmp_path):
     assert len(probes) == 1 and sum(requests.values()) == 5
     assert result.stat("crawlyx/soft404/found") == "1"
     assert f"{site.base}/missing" in off.urls and f"{site.base}/missing/docs" in off.urls
+
+
+def test_a_recorded_error_is_sent_to_whoever_subscribes(tmp_path):
+    """Recording an error is sending crawlyx.signals.url_failed: the graph and the fetch
+    tally subscribe in their own from_crawler; the errors file and stats are the log's."""
+    crawler = get_crawler(settings_dict={})
+    crawler.stats = StatsCollector(crawler)
+    heard = []
+
+    def hear(**kwargs):  # held here: the signal manager keeps weak references
+        heard.append(kwargs)
+
+    crawler.signals.connect(hear, signal=url_failed)
+    errors = ErrorLog(crawler, str(tmp_path / "errors.jsonl"))
+    errors.record("https://a.example/x", "http_4xx", "404", "https://a.example/", status=404)
+    errors.record("https://a.example/y", "duplicate", "same", holder="https://a.example/z")
+    errors.close()
+    assert [(h["url"], h["error_class"], h["status"], h["holder"]) for h in heard] == [
+        ("https://a.example/x", "http_4xx", 404, None),
+        ("https://a.example/y", "duplicate", None, "https://a.example/z"),
+    ]
+    assert crawler.stats.get_value("crawlyx/error/count") == 2
+    assert len((tmp_path / "errors.jsonl").read_text().splitlines()) == 2
+    with pytest.raises(ValueError, match="unknown error class"):
+        ErrorLog(crawler).record("https://a.example/", "nonsense")

@@ -42,6 +42,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.robots import RobotsMiddleware
+from crawlyx.signals import url_failed
 from crawlyx.urls.normalize import url_origin
 
 # Upper bounds (seconds) of the latency buckets. 3 s is one of them: the latency SLO
@@ -165,6 +166,7 @@ class FetchTally:
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
+        crawler.signals.connect(self.error, signal=url_failed)
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -195,8 +197,8 @@ class FetchTally:
             else:
                 self._robots_violations += 1
 
-    def error(self, url: str, error_class: str) -> None:
-        """A URL recorded under ``error_class`` (crawlyx.errors.ErrorLog)."""
+    def error(self, url: str, error_class: str, **kwargs) -> None:
+        """A URL recorded under ``error_class`` (crawlyx.signals.url_failed)."""
         host = self.hosts(urlsplit(url).hostname or "")
         with self._lock:
             self._errors[host, error_class] += 1

@@ -42,9 +42,11 @@ from base64 import b64decode
 from redis.exceptions import NoScriptError
 from scrapy import signals
 
+from crawlyx.errors import ALIASES
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.graph.store import GraphStore, Record, recorded
 from crawlyx.parts import crawl_parts
+from crawlyx.signals import url_failed
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -73,7 +75,16 @@ class GraphRecorder:
     def from_crawler(cls, crawler) -> GraphRecorder:
         recorder = cls(crawler, cls.check_settings(crawler.settings))
         crawler.signals.connect(recorder.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(recorder.url_failed, signal=url_failed)
         return recorder
+
+    def url_failed(self, url, error_class, status=None, depth=None, holder=None, **kwargs):
+        """A URL's outcome (crawlyx.errors): its class, or the page an alias's document is
+        written under (the graph keeps an alias as the page it is)."""
+        if error_class not in ALIASES:
+            self.outcome(url, error_class, status=status, depth=depth)
+        elif holder is not None:
+            self.written_as(url, holder)
 
     @property
     def stats(self):
