@@ -17,13 +17,24 @@ here, while Scrapy builds the rest.
 
 from __future__ import annotations
 
-from crawlyx import render
+from crawlyx import log, render
+from crawlyx.breadth.bots import BotTable
 from crawlyx.config import check_known, check_types
 from crawlyx.content.documents import document_types
 from crawlyx.content.workers import PageWorkers
+from crawlyx.cost.model import Prices
 from crawlyx.exporters import FEED_EXPORTERS
+from crawlyx.extensions.audit import Audit
+from crawlyx.extensions.breadth import Breadth
+from crawlyx.extensions.demand import Demand
+from crawlyx.extensions.metrics import Metrics
 from crawlyx.frontier.checks import check_redis_url
+from crawlyx.frontier.jobs import ttl_seconds
+from crawlyx.graph.recorder import GraphRecorder
+from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.parts import CrawlParts
+from crawlyx.policy.optout import OptOut
+from crawlyx.urls.traps import PatternTraps
 
 # Read by the crawler process before any crawler (and its add-ons) exists.
 PRE_CRAWLER_SETTINGS = {
@@ -163,19 +174,6 @@ class Addon:
         check_known(settings)
         check_types(settings)
         check_redis_url(settings)
-        from crawlyx import log
-        from crawlyx.breadth.bots import BotTable
-        from crawlyx.cost.model import Prices
-        from crawlyx.extensions.audit import Audit
-        from crawlyx.extensions.breadth import Breadth
-        from crawlyx.extensions.demand import Demand
-        from crawlyx.extensions.metrics import Metrics
-        from crawlyx.frontier.jobs import ttl_seconds
-        from crawlyx.graph.recorder import GraphRecorder
-        from crawlyx.middlewares.window import WindowMiddleware
-        from crawlyx.policy.optout import OptOut
-        from crawlyx.urls.traps import PatternTraps
-
         PageWorkers.from_settings(settings)  # starts nothing until a page is read
         document_types(settings)
         OptOut.from_settings(settings)

@@ -10,7 +10,8 @@ Redis state last, after every component's ``spider_closed`` handler has run and 
 sent what it holds.
 
 A component finds them with :func:`crawl_parts`; the spider, which Scrapy builds before
-the add-ons, reaches them when it first uses them.
+the add-ons, reaches them when it first uses them. The parts are handed what they need
+(the recorder its state), so that no part imports this module back.
 """
 
 from __future__ import annotations
@@ -19,13 +20,19 @@ from functools import cached_property
 
 from scrapy import signals
 
-from crawlyx.frontier.state import EmbeddedRedis, State, boot_embedded
+from crawlyx.content.workers import PageWorkers
+from crawlyx.frontier.state import EmbeddedRedis, State, boot_embedded, is_cluster
+from crawlyx.frontier.visited import VisitedTable, frontier_shards
+from crawlyx.graph.recorder import GraphRecorder
 
 
 class CrawlParts:
     def __init__(self, crawler):
         self.crawler = crawler
         self.embedded: EmbeddedRedis | None = None
+        # The lease middleware (crawlyx.middlewares.lease), set by its from_crawler: the
+        # leases the pages' items carry until they are out.
+        self.leases = None
         self.closed = False
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
 
@@ -49,10 +56,7 @@ class CrawlParts:
         return self.state.core(self.crawler.stats)
 
     @cached_property
-    def visited(self):
-        from crawlyx.frontier.state import is_cluster
-        from crawlyx.frontier.visited import VisitedTable, frontier_shards
-
+    def visited(self) -> VisitedTable:
         settings = self.crawler.settings
         self.state.fix_shards(frontier_shards(settings, is_cluster(self.state.client)))
         # A loop across fetches is looked for as far as a redirect chain is followed.
@@ -60,25 +64,14 @@ class CrawlParts:
         return VisitedTable(self.state, stats=self.crawler.stats, loop_hops=hops, core=self.core)
 
     @cached_property
-    def leases(self):
-        """The lease middleware: the leases the pages' items carry until they are out."""
-        from crawlyx.middlewares.lease import LeaseMiddleware
-
-        return LeaseMiddleware(self.crawler)
-
-    @cached_property
-    def graph(self):
+    def graph(self) -> GraphRecorder | None:
         """The link-graph recorder, or None with CRAWLYX_GRAPH_ENABLED off."""
         if not self.crawler.settings.getbool("CRAWLYX_GRAPH_ENABLED"):
             return None
-        from crawlyx.graph.recorder import GraphRecorder
-
-        return GraphRecorder.from_crawler(self.crawler)
+        return GraphRecorder.from_crawler(self.crawler, lambda: self.state)
 
     @cached_property
-    def workers(self):
-        from crawlyx.content.workers import PageWorkers
-
+    def workers(self) -> PageWorkers:
         return PageWorkers.from_crawler(self.crawler)
 
     def close(self) -> None:
@@ -97,11 +90,10 @@ class CrawlParts:
 
 def crawl_parts(crawler) -> CrawlParts:
     """The shared parts of ``crawler``'s crawl, owned by its crawlyx add-on."""
-    from crawlyx.addon import Addon
-
     for addon in crawler.addons.addons:
-        if isinstance(addon, Addon):
-            return addon.parts
+        parts = getattr(addon, "parts", None)
+        if isinstance(parts, CrawlParts):
+            return parts
     raise RuntimeError(
         "crawlyx components need the crawlyx add-on: ADDONS = {'crawlyx.addon.Addon': 0}"
     )

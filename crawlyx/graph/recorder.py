@@ -45,7 +45,6 @@ from scrapy import signals
 from crawlyx.errors import ALIASES
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.graph.store import GraphStore, Record, recorded
-from crawlyx.parts import crawl_parts
 from crawlyx.signals import url_failed
 from crawlyx.urls.normalize import normalize_url
 
@@ -55,9 +54,10 @@ logger = logging.getLogger(__name__)
 class GraphRecorder:
     BATCH = 64  # records per script call (a page is one or two)
 
-    def __init__(self, crawler, max_edges: int):
+    def __init__(self, crawler, max_edges: int, state=None):
         self.crawler = crawler
         self.max_edges = max_edges
+        self._state = state  # a callable: the crawl's State, once the job has one
         self.pending: list[Record] = []
         self._store: GraphStore | None = None
         self._core = None
@@ -72,8 +72,9 @@ class GraphRecorder:
         return max_edges
 
     @classmethod
-    def from_crawler(cls, crawler) -> GraphRecorder:
-        recorder = cls(crawler, cls.check_settings(crawler.settings))
+    def from_crawler(cls, crawler, state) -> GraphRecorder:
+        """``state``: a callable giving the crawl's State (crawlyx.parts)."""
+        recorder = cls(crawler, cls.check_settings(crawler.settings), state)
         crawler.signals.connect(recorder.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(recorder.url_failed, signal=url_failed)
         return recorder
@@ -93,7 +94,7 @@ class GraphRecorder:
     @property
     def store(self) -> GraphStore:
         if self._store is None:
-            self._store = GraphStore(crawl_parts(self.crawler).state, self.max_edges)
+            self._store = GraphStore(self._state(), self.max_edges)
         return self._store
 
     @property

@@ -44,7 +44,10 @@ class LeaseMiddleware:
     def from_crawler(cls, crawler):
         """The crawl's one instance, a shared part (:func:`errback_output` and the
         LeaseCheck pipeline use it too)."""
-        return crawl_parts(crawler).leases
+        parts = crawl_parts(crawler)
+        if parts.leases is None:
+            parts.leases = cls(crawler)
+        return parts.leases
 
     async def process_spider_output_async(self, response, result):
         async for output in result:
