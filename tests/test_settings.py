@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from scrapy.addons import AddonManager
+from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.settings import Settings
 from scrapy.spiders import Spider
@@ -95,11 +96,13 @@ def test_the_projects_settings_and_the_command_line_beat_the_addon():
     assert settings.getbool("ROBOTSTXT_OBEY") is True
 
 
-def test_scheduler_idle_before_close_does_nothing():
-    # scrapy-redis blocks the reactor in BRPOP when it is above 0; crawlyx's scheduler
-    # pops from the visited table and never reads it.
+def test_the_scheduler_is_scrapys_not_scrapy_redis():
+    # scrapy-redis's scheduler blocks the reactor in BRPOP with SCHEDULER_IDLE_BEFORE_CLOSE
+    # above 0; crawlyx's pops from the visited table, with the crawl core's batches.
     crawler = get_crawler(Spider, {"SCHEDULER_IDLE_BEFORE_CLOSE": 5})
-    assert Scheduler.from_crawler(crawler).idle_before_close == 0
+    scheduler = Scheduler.from_crawler(crawler)
+    assert isinstance(scheduler, BaseScheduler)
+    assert "scrapy_redis" not in {cls.__module__.split(".")[0] for cls in Scheduler.__mro__}
 
 
 # -- profiles (settings/) -------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""The frontier: scrapy-redis's scheduler over crawlyx's visited table.
+"""The frontier: a Scrapy scheduler over crawlyx's visited table, in Redis.
 
-scrapy-redis keeps the queue in Redis, so memory stays flat however large the
-frontier grows. On Scrapy 2.19 its scheduler is replaced where it is wrong:
+The queue is in Redis, so memory stays flat however large the frontier grows, as with
+scrapy-redis, whose scheduler this one began as. On Scrapy 2.19 every one of that
+scheduler's methods had to be replaced, so crawlyx no longer uses it (nor depends on
+scrapy-redis): this is Scrapy's ``BaseScheduler``, and where it differs from scrapy-redis:
 
 - dedup uses the crawler's request fingerprinter (normalized URLs), not a hash of
   its own, and the seen-check and the push are one atomic claim (see
@@ -31,7 +33,7 @@ import logging
 from collections import deque
 
 import redis
-from scrapy_redis.scheduler import Scheduler as RedisScheduler
+from scrapy.core.scheduler import BaseScheduler
 from twisted.internet import task
 
 from crawlyx.feeds import release_written
@@ -44,14 +46,13 @@ from crawlyx.parts import crawl_parts
 logger = logging.getLogger(__name__)
 
 
-class Scheduler(RedisScheduler):
+class Scheduler(BaseScheduler):
     HEARTBEAT_INTERVAL = 10.0
     # Requests leased ahead of need: the engine takes them from memory while the next
     # ones are popped. Small: while a request waits here no other process can have it.
     POP_BATCH = 4
 
     def __init__(self, crawler):
-        super().__init__(server=None, persist=True)
         self.crawler = crawler
         self.stats = crawler.stats
         self.fingerprinter = crawler.request_fingerprinter
@@ -70,7 +71,6 @@ class Scheduler(RedisScheduler):
     def open(self, spider):
         self.spider = spider
         self.visited = crawl_parts(self.crawler).visited
-        self.server = self.visited.redis
         self.visited.on_popped = self._arrived
         self._heartbeat = task.LoopingCall(self._beat)
         self._heartbeat.start(self.HEARTBEAT_INTERVAL, now=True)
