@@ -37,7 +37,7 @@ first, so the pages a site's menus and tables of contents link to (every page sh
 are read, and claim, before a page a single other page links to. The one page read before
 the navigation is known is the start page, which many generators publish as a copy of
 the first chapter (an mdBook's ``index.html``, linked by no menu): its claim waits until
-the pages it links to (the first :data:`START_LINKS` the job queued) are done, at most
+the pages it links to (the first :data:`START_LINKS` of its ``links``) are done, at most
 :data:`START_WAIT` seconds, so a twin among them, the navigation's, holds the document,
 and the start page is its ``duplicate``.
 
@@ -169,8 +169,8 @@ class CopiesPipeline:
         over, or the crawl is closing): a copy of it among them has claimed first."""
         visited = crawl_parts(self.crawler).visited
         own = normalized_fingerprint(item["url"])
-        links = {normalized_fingerprint(url) for url in item.get("links") or ()} - {own}
-        waiting = list(links)[:START_LINKS]
+        links = dict.fromkeys(normalized_fingerprint(url) for url in item.get("links") or ())
+        waiting = [fp for fp in links if fp != own][:START_LINKS]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + START_WAIT
         while waiting and loop.time() < deadline and not self._closing():
