@@ -7,6 +7,7 @@ from contextlib import suppress
 from http import HTTPStatus
 from ssl import SSLError
 
+from scrapy import signals
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
@@ -141,36 +142,44 @@ def classify(failure: Failure) -> str:
     return "connection"
 
 
+def record_error(
+    crawler,
+    url: str,
+    error_class: str,
+    detail: str = "",
+    referrer: str | None = None,
+    *,
+    status: int | None = None,
+    depth: int | None = None,
+    holder: str | None = None,
+) -> None:
+    """Record ``url`` as failed, skipped or an alias under ``error_class``: sent as
+    :data:`crawlyx.signals.url_failed` to whoever keeps a record of it (the error log,
+    the job's link graph, the fetch tally). ``holder``: of an alias (a page written
+    once), the URL it is written under."""
+    if error_class not in ERROR_CLASSES:
+        raise ValueError(f"unknown error class {error_class!r}")
+    crawler.signals.send_catch_log(
+        signal=url_failed, url=url, error_class=error_class, detail=detail,
+        referrer=referrer, status=status, depth=depth, holder=holder,
+    )  # fmt: skip
+
+
 class ErrorLog:
-    """Every failed or skipped URL, counted under its class in the stats
-    (``crawlyx/error/<class>``) and, with ``-a errors=PATH``, written there as one JSON
-    line: url, class, detail, referrer. A resumed job appends to the file. Each is also
-    sent as :data:`crawlyx.signals.url_failed`, to which the job's link graph
-    (:mod:`crawlyx.graph.recorder`: its class, the status of an HTTP error) and the
-    fetch tally of the metrics and report (errors by host) subscribe."""
+    """Every failed or skipped URL (:data:`crawlyx.signals.url_failed`), counted under
+    its class in the stats (``crawlyx/error/<class>``) and, with ``-a errors=PATH``,
+    written there as one JSON line: url, class, detail, referrer. A resumed job appends
+    to the file. The job's link graph (:mod:`crawlyx.graph.recorder`: its class, the
+    status of an HTTP error) and the fetch tally of the metrics and report (errors by
+    host) subscribe to the same signal."""
 
     def __init__(self, crawler, path: str | None = None, append: bool = False):
         self.crawler = crawler
         self.file = open(path, "a" if append else "w", encoding="utf-8") if path else None
+        crawler.signals.connect(self.url_failed, signal=url_failed)
+        crawler.signals.connect(self.close, signal=signals.spider_closed)
 
-    def record(
-        self,
-        url: str,
-        error_class: str,
-        detail: str = "",
-        referrer: str | None = None,
-        *,
-        status: int | None = None,
-        depth: int | None = None,
-        holder: str | None = None,
-    ):
-        """``holder``: of an alias (a page written once), the URL it is written under."""
-        if error_class not in ERROR_CLASSES:
-            raise ValueError(f"unknown error class {error_class!r}")
-        self.crawler.signals.send_catch_log(
-            signal=url_failed, url=url, error_class=error_class, detail=detail,
-            referrer=referrer, status=status, depth=depth, holder=holder,
-        )  # fmt: skip
+    def url_failed(self, url, error_class, detail="", referrer=None, **kwargs):
         stats = self.crawler.stats
         stats.inc_value("crawlyx/error/count")
         stats.inc_value(f"crawlyx/error/{error_class}")

@@ -10,7 +10,7 @@ import pytest
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.test import get_crawler
 
-from crawlyx.errors import ErrorLog
+from crawlyx.errors import ErrorLog, record_error
 from crawlyx.signals import url_failed
 from tests.site import QuietHandler, Serving
 
@@ -197,8 +197,8 @@ def test_a_not_found_page_answered_200_is_a_broken_link(crawl, tmp_path):
 
 
 def test_a_recorded_error_is_sent_to_whoever_subscribes(tmp_path):
-    """Recording an error is sending crawlyx.signals.url_failed: the graph and the fetch
-    tally subscribe in their own from_crawler; the errors file and stats are the log's."""
+    """Recording an error is sending crawlyx.signals.url_failed: the error log (the
+    errors file and stats), the graph and the fetch tally subscribe to it."""
     crawler = get_crawler(settings_dict={})
     crawler.stats = StatsCollector(crawler)
     heard = []
@@ -208,8 +208,10 @@ def test_a_recorded_error_is_sent_to_whoever_subscribes(tmp_path):
 
     crawler.signals.connect(hear, signal=url_failed)
     errors = ErrorLog(crawler, str(tmp_path / "errors.jsonl"))
-    errors.record("https://a.example/x", "http_4xx", "404", "https://a.example/", status=404)
-    errors.record("https://a.example/y", "duplicate", "same", holder="https://a.example/z")
+    record_error(
+        crawler, "https://a.example/x", "http_4xx", "404", "https://a.example/", status=404
+    )
+    record_error(crawler, "https://a.example/y", "duplicate", "same", holder="https://a.example/z")
     errors.close()
     assert [(h["url"], h["error_class"], h["status"], h["holder"]) for h in heard] == [
         ("https://a.example/x", "http_4xx", 404, None),
@@ -218,4 +220,4 @@ def test_a_recorded_error_is_sent_to_whoever_subscribes(tmp_path):
     assert crawler.stats.get_value("crawlyx/error/count") == 2
     assert len((tmp_path / "errors.jsonl").read_text().splitlines()) == 2
     with pytest.raises(ValueError, match="unknown error class"):
-        ErrorLog(crawler).record("https://a.example/", "nonsense")
+        record_error(crawler, "https://a.example/", "nonsense")

@@ -36,6 +36,7 @@ import redis
 from scrapy.core.scheduler import BaseScheduler
 from twisted.internet import task
 
+from crawlyx.errors import record_error
 from crawlyx.feeds import release_written
 from crawlyx.frontier import queued
 from crawlyx.frontier.fingerprint import url_fingerprint
@@ -164,7 +165,8 @@ class Scheduler(BaseScheduler):
         for loop in loops:
             detail = "redirect loop: " + " -> ".join([*loop, loop[0]])
             for url in loop:
-                self.spider.errors.record(url, "trap", detail, request.meta.get("crawlyx_referrer"))
+                referrer = request.meta.get("crawlyx_referrer")
+                record_error(self.crawler, url, "trap", detail, referrer)
         if loops:
             self.visited.finish(lease)
         return claimed

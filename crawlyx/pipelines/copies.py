@@ -55,6 +55,7 @@ import logging
 from redis.commands.core import Script
 from scrapy.exceptions import DropItem, NotConfigured
 
+from crawlyx.errors import record_error
 from crawlyx.frontier.core import retryable
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.outage import REDIS_DOWN, outage
@@ -199,7 +200,8 @@ class CopiesPipeline:
             return item
         self.stats.inc_value("crawlyx/copies/dropped")
         spider = self.crawler.spider
-        spider.errors.record(
+        record_error(
+            self.crawler,
             item["url"],
             "duplicate",
             f"same markdown as {owner}",

@@ -39,7 +39,7 @@ from crawlyx.content.outline import read_outline
 from crawlyx.content.sitemap import SITEMAP_TYPES
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
-from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify, describe
+from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify, describe, record_error
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
@@ -126,10 +126,10 @@ class SiteSpider(Spider):
         spider.job_run = JobRun.from_crawler(crawler, spider.job, start_root)
         spider.recrawl = Recrawl(crawler, spider.args.refresh, spider.args.emit == "all")
         crawler.signals.connect(spider.recrawl.close, signal=signals.spider_closed)
-        spider.errors = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
+        spider.error_log = ErrorLog(crawler, spider.args.errors, append=spider.args.job is not None)
+        spider.record_error = partial(record_error, crawler)
         crawler.signals.connect(spider.headers_received, signal=signals.headers_received)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
-        crawler.signals.connect(spider.errors.close, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_quota, signal=signals.spider_closed)
         crawler.signals.connect(spider.closed_start, signal=signals.spider_closed)
         return spider
@@ -235,7 +235,7 @@ class SiteSpider(Spider):
                 return
         failed = response.meta.get(render.RENDER_FAILED_META)
         if failed:  # the browser failed and plain HTTP did not: the page is read from it
-            self.errors.record(
+            self.record_error(
                 normalize_url(response.url), "render", failed, response.meta.get("crawlyx_referrer")
             )
         if response.meta.get("crawlyx_anchor"):
@@ -252,7 +252,7 @@ class SiteSpider(Spider):
                 detail = "HTTP 304 Not Modified, to a request that was not conditional"
                 referrer = response.meta.get("crawlyx_referrer")
                 depth = response.meta.get("depth")
-                self.errors.record(url, "http_3xx", detail, referrer, status=304, depth=depth)
+                self.record_error(url, "http_3xx", detail, referrer, status=304, depth=depth)
                 return
             # A refresh run's conditional request: unchanged.
             self.recrawl.not_modified(url, _facts(response))
@@ -286,10 +286,10 @@ class SiteSpider(Spider):
         try:
             page = await self._read(response)
         except ReadTimeout as exc:  # its worker was killed: the page is done, not retried
-            self.errors.record(url, "read_timeout", str(exc), referrer)
+            self.record_error(url, "read_timeout", str(exc), referrer)
             return
         except Exception as exc:  # undecodable or pathological markup: this page only
-            self.errors.record(url, "parse", f"{type(exc).__name__}: {exc}", referrer)
+            self.record_error(url, "parse", f"{type(exc).__name__}: {exc}", referrer)
             return
         self._cap_links(page)
         page["canonical"] = page["canonical"] or header_canonical(response)
@@ -300,7 +300,7 @@ class SiteSpider(Spider):
             return
         if await self._soft_404(response, page):
             detail = "HTTP 200 with the site's not-found page (a soft 404)"
-            self.errors.record(url, "http_4xx", detail, referrer, status=200, depth=depth)
+            self.record_error(url, "http_4xx", detail, referrer, status=200, depth=depth)
             self.crawler.stats.inc_value("crawlyx/soft404/pages")
             return
         if page.get("frames") and self._follows(depth, directives):
@@ -350,7 +350,7 @@ class SiteSpider(Spider):
         depth = response.meta.get("depth", 0)
         referrer = response.meta.get("crawlyx_referrer")
         kind, what = kind_of(response, self.documents)
-        record = partial(self.errors.record, url, referrer=referrer, status=response.status)
+        record = partial(self.record_error, url, referrer=referrer, status=response.status)
         if kind is None:
             record("not_a_page", what, depth=depth)
             return []
@@ -387,13 +387,13 @@ class SiteSpider(Spider):
             # The holder is crawled as a link of this page, if no one has it yet.
             offered = self._offered({holder: (holder, normalized_fingerprint(holder))})
             yield from self._requests(offered, depth + 1, url)
-            self.errors.record(url, "alias", f"canonical {holder}", referrer, holder=holder)
+            self.record_error(url, "alias", f"canonical {holder}", referrer, holder=holder)
             if self.graph is not None:  # read: the audit knows it as the page it is
                 self.graph.page(url, depth, page, directives, facts["status"])
             return
         refused = self.opt_out.refused(directives)
         if refused:
-            self.errors.record(url, "opted_out", f"robots directive {refused}", referrer)
+            self.record_error(url, "opted_out", f"robots directive {refused}", referrer)
             if self.graph is not None:  # read, and kept out of the output
                 self.graph.page(url, depth, page, directives, facts["status"])
             return
@@ -475,7 +475,7 @@ class SiteSpider(Spider):
             trap = self.scope.traps.reason(link) or self.pattern_traps.reason(link, chain)
             if trap is not None:
                 self.visited.remember(fp)  # reported once, not from every page linking it
-                self.errors.record(link, "trap", trap, referrer)
+                self.record_error(link, "trap", trap, referrer)
                 continue
             meta = self.pattern_traps.meta(link, chain)
             yield self._request(raw, depth=depth, referrer=referrer, meta=meta)
@@ -523,7 +523,7 @@ class SiteSpider(Spider):
         except Exception as exc:
             failure = Failure(exc)
             status = getattr(getattr(exc, "response", None), "status", None)
-            self.errors.record(frame, classify(failure), describe(failure), referrer, status=status)
+            self.record_error(frame, classify(failure), describe(failure), referrer, status=status)
             stats.inc_value("crawlyx/frames/failed")
             return None
         if not isinstance(response, HtmlResponse) or binary(response):
@@ -536,7 +536,7 @@ class SiteSpider(Spider):
             )  # fmt: skip
         except Exception as exc:
             error_class = "read_timeout" if isinstance(exc, ReadTimeout) else "parse"
-            self.errors.record(frame, error_class, f"{type(exc).__name__}: {exc}", referrer)
+            self.record_error(frame, error_class, f"{type(exc).__name__}: {exc}", referrer)
             stats.inc_value("crawlyx/frames/failed")
             return None
         directives = self.opt_out.directives(response.headers, read["robots"])
@@ -761,7 +761,7 @@ class SiteSpider(Spider):
         status, depth = getattr(response, "status", None), request.meta.get("depth")
         # A refused redirect names the URLs it leaves unaccounted for (a loop's, all).
         for url in getattr(failure.value, "urls", None) or [request.url]:
-            self.errors.record(url, error_class, detail, referrer, status=status, depth=depth)
+            self.record_error(url, error_class, detail, referrer, status=status, depth=depth)
         if request.meta.get("crawlyx_anchor"):
             self.start_failure = (error_class, f"{request.url} ({error_class}): {detail}")
         if failure.check(RobotsUnavailable):
