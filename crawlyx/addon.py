@@ -72,6 +72,9 @@ COMPONENTS = {
         "crawlyx.middlewares.redirect.MetaRefreshMiddleware": 580,
         "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
         "crawlyx.middlewares.redirect.RedirectMiddleware": 600,
+        # Below RetryMiddleware (550) and the redirects: what the browser fails on, once
+        # they give up, is fetched again over plain HTTP. Off unless the crawl renders.
+        "crawlyx.render.fallback.RenderFallback": 540,
     },
     "SPIDER_MIDDLEWARES": {
         "crawlyx.middlewares.lease.LeaseMiddleware": 10,

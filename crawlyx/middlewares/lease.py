@@ -15,10 +15,6 @@ scraper, which schedules them from parallel tasks that may run after the output 
 ended. So a page's release always comes after the claims of the URLs it found, and goes
 to Redis in the same round trip: a process killed in between loses none of them. This
 middleware must stay the outermost (the lowest order), so that it sees the final output.
-
-Scrapy hands what an errback returns straight to the scraper, past the spider
-middlewares: an errback that yields (the spider's, when a render fails and the page is
-fetched again over plain HTTP) passes its output through :func:`errback_output`.
 """
 
 from __future__ import annotations
@@ -42,8 +38,7 @@ class LeaseMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler):
-        """The crawl's one instance, a shared part (:func:`errback_output` and the
-        LeaseCheck pipeline use it too)."""
+        """The crawl's one instance, a shared part (the LeaseCheck pipeline uses it too)."""
         parts = crawl_parts(crawler)
         if parts.leases is None:
             parts.leases = cls(crawler)
@@ -56,13 +51,10 @@ class LeaseMiddleware:
         crawl_parts(self.crawler).visited.release(response.request)
 
     def process_spider_output(self, response, result):
-        return self.output(response.request, result)
-
-    def output(self, request, result):
         for output in result:
-            if self._passed_on(request, output):
+            if self._passed_on(response.request, output):
                 yield output
-        crawl_parts(self.crawler).visited.release(request)
+        crawl_parts(self.crawler).visited.release(response.request)
 
     def process_spider_exception(self, response, exception):
         table = crawl_parts(self.crawler).visited
@@ -95,10 +87,3 @@ class LeaseMiddleware:
         fp = self._carried.pop(id(item), None)
         if fp is not None:
             crawl_parts(self.crawler).visited.finish(fp, written)
-
-
-def errback_output(crawler, request, result):
-    """What an errback yields for ``request``, handled as the middleware handles a
-    callback's output: requests scheduled as they come, an item carrying the lease, the
-    lease released after them."""
-    return crawl_parts(crawler).leases.output(request, result)

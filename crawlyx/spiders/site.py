@@ -14,7 +14,7 @@ from itertools import islice
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
-from scrapy.exceptions import CloseSpider, IgnoreRequest, StopDownload
+from scrapy.exceptions import CloseSpider, StopDownload
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
@@ -27,7 +27,6 @@ from crawlyx.content.documents import (
     binary,
     document_body,
     document_types,
-    html_type,
     kind_of,
     media_type,
     told_by_headers,
@@ -39,17 +38,17 @@ from crawlyx.content.outline import read_outline
 from crawlyx.content.sitemap import SITEMAP_TYPES
 from crawlyx.content.workers import ReadTimeout
 from crawlyx.demand.recrawl import Recrawl
-from crawlyx.errors import CrawlyxIgnore, ErrorLog, classify, describe, record_error
+from crawlyx.errors import ErrorLog, classify, describe, record_error
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
-from crawlyx.frontier.visited import LEASE_META, frontier_shards
+from crawlyx.frontier.visited import frontier_shards
 from crawlyx.items import PageItem
-from crawlyx.middlewares.lease import errback_output
 from crawlyx.middlewares.robots import RobotsUnavailable, cached_robots
 from crawlyx.middlewares.window import HeldAtStop
 from crawlyx.parts import crawl_parts
 from crawlyx.policy.optout import OptOut
+from crawlyx.render.fallback import through_browser
 from crawlyx.urls.normalize import normalize_url
 from crawlyx.urls.scope import Scope, root_of
 from crawlyx.urls.traps import HOPS_META, PatternTraps, TrapRules
@@ -226,18 +225,6 @@ class SiteSpider(Spider):
             # resumed job to fetch.
             self.visited.unlease(response.request)
             return
-        if render.from_browser(response) and isinstance(response, HtmlResponse):
-            if not html_type(response):
-                # The browser showed a document in its viewer (a PDF): it is fetched
-                # again over plain HTTP, and read as what it is. No failure of the browser.
-                self.crawler.stats.inc_value("crawlyx/render/not_html")
-                yield self._over_http(response.request)
-                return
-        failed = response.meta.get(render.RENDER_FAILED_META)
-        if failed:  # the browser failed and plain HTTP did not: the page is read from it
-            self.record_error(
-                normalize_url(response.url), "render", failed, response.meta.get("crawlyx_referrer")
-            )
         if response.meta.get("crawlyx_anchor"):
             origin = self._anchor(response)
             if self.args.refresh:
@@ -274,12 +261,8 @@ class SiteSpider(Spider):
         browser = render.from_browser(response)
         if browser and url != normalize_url(response.request.url):
             # The browser followed a redirect (or the page's scripts changed its URL)
-            # out of the scheduler's sight: the page is the one it ended on, if on the
-            # crawl's origin and no one else has it.
-            if not self.scope.contains(url):
-                for output in self._render_failed(response.request, f"navigated to {url}"):
-                    yield output
-                return
+            # out of the scheduler's sight, within the scope (crawlyx.render.fallback):
+            # the page is the one it ended on, if no one else has it.
             if not self.visited.settle(normalized_fingerprint(url)):
                 self.crawler.stats.inc_value("crawlyx/frontier/duplicates")
                 return
@@ -296,7 +279,8 @@ class SiteSpider(Spider):
         directives = self.opt_out.directives(response.headers, page["robots"])
         facts = _facts(response)
         if not browser and self._wants_render(response, page, directives):
-            yield self._render_request(response, depth, referrer)
+            self.crawler.stats.inc_value("crawlyx/render/requested")
+            yield through_browser(response, self.browser_meta)
             return
         if await self._soft_404(response, page):
             detail = "HTTP 200 with the site's not-found page (a soft 404)"
@@ -597,52 +581,6 @@ class SiteSpider(Spider):
             return False  # kept out of the output whatever the browser would show
         return self.render_mode == "always" or page["shell"]
 
-    def _render_request(self, response, depth, referrer) -> Request:
-        """The same page again, through the browser, under the same lease.
-
-        The lease moves from the response's request (so the lease middleware does not
-        close it) to this one (see :meth:`_again`), and it stays leased until this one is
-        handled. It is marked as a page whose HTTP version was fine: if the browser fails,
-        that version is fetched again (the queue carries no page: crawlyx.frontier.queued).
-        """
-        meta = {"depth": depth, "crawlyx_referrer": referrer, **self.browser_meta}
-        meta[render.HTTP_PAGE_META] = True
-        if HOPS_META in response.meta:
-            meta[HOPS_META] = response.meta[HOPS_META]
-        lease = response.meta.pop(LEASE_META, None)
-        if lease is not None:
-            meta[LEASE_META] = lease
-        self.crawler.stats.inc_value("crawlyx/render/requested")
-        return self._again(response.url, meta)
-
-    def _again(self, url: str, meta: dict) -> Request:
-        """The same page fetched again, under the lease ``meta`` carries: the scheduler
-        queues a ``dont_filter`` request with a lease without a new claim."""
-        return Request(url, callback=self.parse, errback=self.on_error, meta=meta, dont_filter=True)
-
-    def _render_failed(self, request, detail: str):
-        """The browser failed on ``request``: fetch the page over plain HTTP (under the
-        same lease). The failure is then recorded with what that fetch gives: as ``render``
-        beside the page, or in the detail of the fetch's own error, so a URL has one error
-        class."""
-        self.crawler.stats.inc_value("crawlyx/render/failed")
-        yield self._over_http(request, detail)
-
-    def _over_http(self, request, failed: str | None = None) -> Request:
-        """``request``'s page again, over plain HTTP, under the same lease; ``failed``:
-        why the browser failed, recorded with what that fetch gives."""
-        meta = {
-            "depth": request.meta.get("depth", 0),
-            "crawlyx_referrer": request.meta.get("crawlyx_referrer"),
-            render.RENDER_META: "fallback",
-        }
-        if failed is not None:
-            meta[render.RENDER_FAILED_META] = failed[:500]
-        for key in ("crawlyx_anchor", HOPS_META, LEASE_META):
-            if key in request.meta:
-                meta[key] = request.meta.pop(key)
-        return self._again(request.url, meta)
-
     # -- refresh runs (see crawlyx/demand/recrawl.py) ---------------------------------
 
     def _due(self, origin):
@@ -743,10 +681,6 @@ class SiteSpider(Spider):
             self.visited.unlease(request)
             return None
         detail = describe(failure)
-        if _render_failure(failure, request):
-            # Scrapy hands an errback's output straight to the scraper: it goes through the
-            # lease middleware's ordering all the same.
-            return errback_output(self.crawler, request, self._render_failed(request, detail))
         if request.callback == self.parse_sitemap:
             return self._sitemap_failed(failure, detail)
         error_class = classify(failure)
@@ -792,16 +726,6 @@ def _facts(response) -> dict:
         "elapsed_ms": round(latency * 1000, 1) if latency is not None else None,
         "bytes": len(response.body),
     }
-
-
-def _render_failure(failure, request) -> bool:
-    """The browser failed on a request sent to it. An HTTP error is one only when the
-    page's HTTP version was fine; a refusal (robots, scope) is never one."""
-    if request.meta.get(render.RENDER_META) != "browser":
-        return False
-    if failure.check(HttpError):
-        return render.HTTP_PAGE_META in request.meta
-    return not failure.check(IgnoreRequest, CrawlyxIgnore)
 
 
 # Tables of contents in noscript frames a process reads at most (a site whose pages each
