@@ -78,6 +78,9 @@ COMPONENTS = {
     },
     "SPIDER_MIDDLEWARES": {
         "crawlyx.middlewares.lease.LeaseMiddleware": 10,
+        # The nearest the spider: the start page fixes the scope before it is read, and
+        # its seeds go through every other middleware as the spider's requests do.
+        "crawlyx.spiders.start.StartPage": 950,
         # Depth is set by the spider itself (sitemap-listed pages are depth 1).
         "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     },
@@ -93,6 +96,7 @@ COMPONENTS = {
     "EXTENSIONS": {
         "scrapy.extensions.logstats.LogStats": None,  # the progress line replaces it
         "scrapy.extensions.telnet.TelnetConsole": None,
+        "crawlyx.extensions.unread.UnreadBodies": 480,
         "crawlyx.extensions.collector.Collector": 490,
         "crawlyx.extensions.progress.Progress": 500,
         "crawlyx.extensions.breadth.Breadth": 510,

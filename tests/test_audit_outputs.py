@@ -110,7 +110,7 @@ def test_extension_is_off_without_an_output(redis_url):
         with pytest.raises(NotConfigured):
             Audit.from_crawler(crawler)
     finally:
-        crawler.spider.workers.close()
+        crawler.spider.parts.workers.close()
 
 
 def test_extension_keeps_emitted_markdown_for_llms_full(redis_url, redis_client, tmp_path):
@@ -125,7 +125,7 @@ def test_extension_keeps_emitted_markdown_for_llms_full(redis_url, redis_client,
         assert crawler.stats.get_value("crawlyx/audit/markdown_saved") == 1
     finally:
         crawl_parts(crawler).state.delete_all()
-        crawler.spider.workers.close()
+        crawler.spider.parts.workers.close()
 
 
 def test_extension_keeps_no_markdown_without_llms_full(redis_url, redis_client, tmp_path):
@@ -137,7 +137,7 @@ def test_extension_keeps_no_markdown_without_llms_full(redis_url, redis_client, 
         assert ext.markdown is None
         assert not redis_client.exists("crawlyx:{audit-ext-test2}:graph:md")
     finally:
-        crawler.spider.workers.close()
+        crawler.spider.parts.workers.close()
 
 
 def scrapy_audit(redis_url, *args, cwd):

@@ -14,7 +14,6 @@ from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
-from twisted.python.failure import Failure
 
 from crawlyx import render
 from crawlyx import settings as project
@@ -27,6 +26,7 @@ from crawlyx.frontier.visited import LEASE_META, VisitedTable
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import LeaseMiddleware
 from crawlyx.parts import crawl_parts
+from crawlyx.render.fallback import RenderFallback
 from crawlyx.spiders.site import SiteSpider
 
 
@@ -46,7 +46,7 @@ def open_scheduler(redis_url: str, origin="http://127.0.0.1:9/", **arguments) ->
 def close_scheduler(scheduler: Scheduler) -> None:
     scheduler.close("finished")
     crawl_parts(scheduler.crawler).state.delete_all()
-    scheduler.spider.workers.close()  # started by the spider, stopped by the engine
+    scheduler.spider.parts.workers.close()  # started by the spider, stopped by the engine
 
 
 @pytest.fixture
@@ -406,16 +406,15 @@ def test_a_page_whose_reading_meets_a_redis_outage_is_given_back(scheduler):
 
 def test_a_failed_render_fetches_the_page_again_under_its_lease(scheduler):
     crawler, spider, table = scheduler.crawler, scheduler.spider, scheduler.visited
-    crawler.engine = engine_over(scheduler)
-    LeaseMiddleware.from_crawler(crawler)
-    scheduler.enqueue_request(Request("http://127.0.0.1:9/shell", spider.parse))
+    page = Request("http://127.0.0.1:9/shell", spider.parse, errback=spider.on_error)
+    scheduler.enqueue_request(page)
     request = scheduler.next_request()
     fp = request.meta[LEASE_META]
     # Sent to the browser after its HTTP version was read fine; the browser fails on it.
     request.meta.update({**spider.browser_meta, render.HTTP_PAGE_META: True})
-    failure = Failure(TimeoutError("navigation timed out"))
-    failure.request = request
-    assert list(spider.on_error(failure)) == []  # the re-fetch is scheduled, under the lease
+    fallback = RenderFallback(crawler)
+    retry = fallback.process_exception(request, TimeoutError("navigation timed out"))
+    assert scheduler.enqueue_request(retry)  # as the engine does with it, under the lease
     assert table.state_of(fp) == b"l"
     assert scheduler.stats.get_value("crawlyx/render/failed") == 1
     assert scheduler.stats.get_value("crawlyx/error/render") is None  # with its outcome
@@ -424,6 +423,7 @@ def test_a_failed_render_fetches_the_page_again_under_its_lease(scheduler):
     assert again.meta[render.RENDER_META] == "fallback"
     assert "navigation timed out" in again.meta[render.RENDER_FAILED_META]
     assert "playwright" not in again.meta and render.HTTP_PAGE_META not in again.meta
+    assert again.callback == spider.parse and again.errback == spider.on_error
 
 
 def test_feed_files_get_each_item_at_once(tmp_path):
@@ -486,7 +486,7 @@ def test_a_page_a_killed_neighbour_wrote_is_not_fetched_again_by_a_live_process(
         assert live.next_request() is None
     finally:
         close_scheduler(live)
-        killed.spider.workers.close()
+        killed.spider.parts.workers.close()
 
 
 def test_a_redis_error_skips_a_heartbeat_and_the_beating_goes_on(own_redis, own_scheduler):

@@ -31,8 +31,11 @@ from datetime import UTC, datetime
 from crawlyx.demand.ladder import RungHistogram, label, ladder_for, step
 from crawlyx.demand.registry import Page, Registry, registry_state
 from crawlyx.demand.tracker import DemandTracker
+from crawlyx.errors import record_error
 from crawlyx.frontier.core import retryable
+from crawlyx.items import response_facts
 from crawlyx.parts import crawl_parts
+from crawlyx.signals import page_not_modified
 from crawlyx.urls.normalize import url_origin
 
 logger = logging.getLogger(__name__)
@@ -161,9 +164,20 @@ class Recrawl:
 
         return commands, handle
 
-    def not_modified(self, url: str, facts: dict, now: float | None = None) -> None:
-        """Record a 304 for ``url``: unchanged, due again one interval from now."""
+    def not_modified(self, response, url: str, now: float | None = None) -> None:
+        """A 304 Not Modified answered for the page at ``url``: to a refresh run's
+        conditional request, unchanged, due again one interval from now (and the page is
+        not read again: its links are not known this run); to any other, an error (no
+        page, and nothing was asked)."""
+        depth = response.meta.get("depth")
+        if not conditional(response.request):
+            detail = "HTTP 304 Not Modified, to a request that was not conditional"
+            referrer = response.meta.get("crawlyx_referrer")
+            record_error(self.crawler, url, "http_3xx", detail, referrer, status=304, depth=depth)
+            return
+        self.crawler.signals.send_catch_log(page_not_modified, url=url, depth=depth)
         now = time.time() if now is None else now
+        facts = response_facts(response)
         registry = self.registry(url)
         page = registry.page(url)
         if page is None:  # forgotten meanwhile: nothing to keep
@@ -303,3 +317,9 @@ def _none_due(registry: Registry) -> str:
     when = datetime.fromtimestamp(first, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     hint = "-a refresh=all asks for them all"
     return f"{registered} pages registered, none due before {when} ({hint})"
+
+
+def conditional(request) -> bool:
+    """The request asks for the page only if it changed (a refresh run's)."""
+    headers = request.headers
+    return b"If-None-Match" in headers or b"If-Modified-Since" in headers

@@ -45,7 +45,7 @@ from scrapy import signals
 from crawlyx.errors import ALIASES
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.graph.store import GraphStore, Record, recorded
-from crawlyx.signals import url_failed
+from crawlyx.signals import page_not_modified, page_read, sitemap_listed, start_fixed, url_failed
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,14 @@ class GraphRecorder:
         """``state``: a callable giving the crawl's State (crawlyx.parts)."""
         recorder = cls(crawler, cls.check_settings(crawler.settings), state)
         crawler.signals.connect(recorder.spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(recorder.url_failed, signal=url_failed)
+        for handler, signal in (
+            (recorder.url_failed, url_failed),
+            (recorder.anchor, start_fixed),
+            (recorder.page, page_read),
+            (recorder.page_not_modified, page_not_modified),
+            (recorder.sitemap, sitemap_listed),
+        ):
+            crawler.signals.connect(handler, signal=signal)
         return recorder
 
     def url_failed(self, url, error_class, status=None, depth=None, holder=None, **kwargs):
@@ -86,6 +93,10 @@ class GraphRecorder:
             self.outcome(url, error_class, status=status, depth=depth)
         elif holder is not None:
             self.written_as(url, holder)
+
+    def page_not_modified(self, url, depth, **kwargs):
+        """Not read again: its links are not known this run."""
+        self.outcome(url, status=304, depth=depth)
 
     @property
     def stats(self):
@@ -110,7 +121,7 @@ class GraphRecorder:
 
     # -- what the components learn ----------------------------------------------------
 
-    def page(self, url: str, depth: int, page: dict, directives, status: int) -> None:
+    def page(self, url: str, depth: int, page: dict, directives, status: int, **kwargs) -> None:
         """A page read (its item emitted, or kept out by a robots directive)."""
         fields = {"s": status, "f": 1, "p": depth}
         for key, name in (("t", "title"), ("d", "description")):
@@ -156,7 +167,7 @@ class GraphRecorder:
         if self._internal(target):
             self._add(Record(target))  # a node, even if nothing else comes of it
 
-    def anchor(self, response) -> None:
+    def anchor(self, response, **kwargs) -> None:
         """The start URL's response: the graph's start, and the hops of its redirects
         that were on the crawl's origin (unknown while they were followed)."""
         url = self.start = normalize_url(response.url)
@@ -211,7 +222,7 @@ class GraphRecorder:
     def content_hash(self, url: str, digest: str) -> None:
         self._add(Record(url, {"h": digest}))
 
-    def sitemap(self, urls) -> None:
+    def sitemap(self, urls, **kwargs) -> None:
         """URLs (normalized, on the origin) a sitemap lists."""
         for url in urls:
             self._add(Record(url, {"m": 1}))

@@ -46,7 +46,8 @@ class RenderFallback:
             raise NotConfigured
         return cls(crawler)
 
-    def process_response(self, request, response, spider):
+    def process_response(self, request, response):
+        spider = self.crawler.spider
         mode = request.meta.get(render.RENDER_META)
         if mode == "fallback":
             failed = request.meta.get(render.RENDER_FAILED_META)
@@ -72,7 +73,7 @@ class RenderFallback:
             return self._failed(request, f"navigated to {url}")
         return response
 
-    def process_exception(self, request, exception, spider):
+    def process_exception(self, request, exception):
         if request.meta.get(render.RENDER_META) != "browser":
             return None
         if isinstance(exception, (IgnoreRequest, CrawlyxIgnore)):
