@@ -19,7 +19,7 @@ from crawlyx import render
 from crawlyx import settings as project
 from crawlyx.feeds import FileFeedStorage
 from crawlyx.frontier import queued
-from crawlyx.frontier import visited as visited_module
+from crawlyx.frontier import round_trips as round_trips_module
 from crawlyx.frontier.scheduler import Scheduler
 from crawlyx.frontier.state import OWNERS
 from crawlyx.frontier.visited import LEASE_META, VisitedTable
@@ -317,7 +317,7 @@ def test_a_pages_links_are_claimed_with_its_release_in_one_round_trip(scheduler,
 def watch_round_trips(table, monkeypatch) -> list[dict]:
     """The arguments of each visited-table script call ``table`` makes from now on."""
     round_trips = []
-    direct, batched = visited_module.run_scripts, table.core.script
+    direct, batched = round_trips_module.run_scripts, table.core.script
 
     def run(client, calls, loaded):  # calls that need an answer now
         round_trips.extend({"keys": k, "args": a} for s, k, a in calls if s is table._sync)
@@ -328,7 +328,7 @@ def watch_round_trips(table, monkeypatch) -> list[dict]:
             round_trips.append({"keys": keys, "args": args})
         batched(pipe, script, keys, args)
 
-    monkeypatch.setattr(visited_module, "run_scripts", run)
+    monkeypatch.setattr(round_trips_module, "run_scripts", run)
     monkeypatch.setattr(table.core, "script", queue)
     return round_trips
 

@@ -12,8 +12,9 @@ import pytest
 import redis
 from scrapy.settings import Settings
 
+from crawlyx.frontier.shards import frontier_shards
 from crawlyx.frontier.state import OWNERS, State
-from crawlyx.frontier.visited import LEASE_META, VisitedTable, frontier_shards
+from crawlyx.frontier.visited import LEASE_META, VisitedTable
 
 
 @pytest.fixture(params=[1, 8], ids=["one-shard", "8-shards"])

@@ -25,7 +25,7 @@ sets no expiry; the job's keys stay until it is resumed or dropped.
 
 Each job has a record, ``crawlyx:{job}:job`` (a hash): the start URL, when it was
 created and last run, whether it expires, the pages emitted (each counted as it is
-marked done, in the same script: :mod:`crawlyx.frontier.visited`, so a run killed
+marked done, in the same script: :mod:`crawlyx.frontier.shards`, so a run killed
 outright or stopped at once counts what it wrote, and its next run what it wrote last)
 and why its last run stopped. ``scrapy jobs`` lists the records with
 the job's state, read from the frontier itself: *running* while a live process holds a
@@ -44,8 +44,10 @@ from urllib.parse import urlsplit
 from scrapy import signals
 
 from crawlyx.cli import program
+from crawlyx.frontier.liveness import gone
+from crawlyx.frontier.shards import RECORD
 from crawlyx.frontier.state import JOBS, REDIS_DOWN, State, outage
-from crawlyx.frontier.visited import RECORD, VisitedTable, gone
+from crawlyx.frontier.visited import VisitedTable
 from crawlyx.log import SHOWN
 from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
@@ -126,7 +128,7 @@ class JobRun:
         try:
             state = crawl_parts(self.crawler).state
             record = state.key(RECORD)
-            # Its pages counted as they were done (crawlyx.frontier.visited).
+            # Its pages counted as they were done (crawlyx.frontier.shards).
             stop = last_stop(spider, reason)
             state.client.hset(record, mapping={"last_run": _now(), "last_stop": stop})
             if not state.ttl and sum(VisitedTable(state).size()) == 0:

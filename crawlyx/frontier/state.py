@@ -346,7 +346,7 @@ class State:
     The job's name is the keys' hash tag (``crawlyx:{job}:visited``): on a Redis Cluster
     every key of the job, and every script over them, lands in one slot, but for the
     frontier's shards, each a tag of its own (``crawlyx:{job/17}:visited``, see
-    :mod:`crawlyx.frontier.visited`). The stores of a site (breadth, demand, the page
+    :mod:`crawlyx.frontier.shards`). The stores of a site (breadth, demand, the page
     registry: namespaces ``_breadth``...) are no job: their keys are tagged by the site
     they are read with, ``crawlyx:_registry:{site}:pages``."""
 

@@ -59,7 +59,7 @@ from crawlyx.errors import record_error
 from crawlyx.frontier.core import retryable
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.outage import REDIS_DOWN, outage
-from crawlyx.frontier.visited import LEASED, QUEUED
+from crawlyx.frontier.shards import LEASED, QUEUED
 from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from crawlyx.demand.recrawl import Recrawl
 from crawlyx.errors import ErrorLog, classify, describe, record_error
 from crawlyx.frontier.jobs import JobRun, generated_name
 from crawlyx.frontier.quota import PageQuota
-from crawlyx.frontier.visited import frontier_shards
+from crawlyx.frontier.shards import frontier_shards
 from crawlyx.middlewares.robots import RobotsUnavailable
 from crawlyx.middlewares.window import HeldAtStop
 from crawlyx.parts import crawl_parts
