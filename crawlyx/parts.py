@@ -21,8 +21,9 @@ from functools import cached_property
 from scrapy import signals
 
 from crawlyx.content.workers import PageWorkers
+from crawlyx.frontier.embedded import EmbeddedRedis, boot_embedded
 from crawlyx.frontier.shards import frontier_shards
-from crawlyx.frontier.state import EmbeddedRedis, State, boot_embedded, is_cluster
+from crawlyx.frontier.state import State, is_cluster
 from crawlyx.frontier.visited import VisitedTable
 from crawlyx.graph.recorder import GraphRecorder
 

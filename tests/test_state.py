@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from crawlyx.frontier.state import EmbeddedRedis
+from crawlyx.frontier.embedded import EmbeddedRedis
 from tests.conftest import crawl_env
 
 
@@ -49,7 +49,7 @@ def test_started_early_then_connected_and_shared(tmp_path):
 # "start", "connect" (prints the server's pid), "release"; it prints each step done.
 USER = """
 import sys
-from crawlyx.frontier.state import EmbeddedRedis
+from crawlyx.frontier.embedded import EmbeddedRedis
 
 server = EmbeddedRedis(sys.argv[1], watch_interval=0.2)
 for step in sys.stdin:

@@ -12,10 +12,10 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
+from crawlyx.frontier.embedded import EmbeddedRedis
 from crawlyx.frontier.state import (
     CLUSTER_SCHEMES,
     REDIS_SCHEMES,
-    EmbeddedRedis,
     cluster_nodes,
     connect_url,
     redact,

@@ -1,5 +1,5 @@
 """The embedded redis-server's watchdog, and the lock files the server's users share
-(see :class:`crawlyx.frontier.state.EmbeddedRedis`).
+(see :class:`crawlyx.frontier.embedded.EmbeddedRedis`).
 
 The watchdog is the server's parent process: it runs the server until the server exits,
 or until no process uses it any longer (they were killed, or crashed, and could not shut
