@@ -20,6 +20,8 @@ import os
 import pkgutil
 import sys
 
+import crawlyx.commands
+
 DEFAULT = "crawlyx.settings"
 # Set by the console script for the commands it runs: the lines that name a command to
 # run next (``crawlyx jobs --drop NAME``) name it the way the user can type it.
@@ -58,9 +60,8 @@ def profiles() -> dict[str, str]:
 
 
 def usage() -> str:
-    import crawlyx.commands as package
-
-    commands = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name != "crawl")
+    names = (m.name for m in pkgutil.iter_modules(crawlyx.commands.__path__))
+    commands = sorted(name for name in names if name != "crawl")
     return USAGE.format(commands=", ".join(commands), profiles="|".join(profiles()))
 
 
