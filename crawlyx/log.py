@@ -27,6 +27,10 @@ import traceback
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from scrapy.http import Request, Response
+
+from crawlyx.frontier.fingerprint import url_fingerprint
+
 SHOWN = {"crawlyx_shown": True}  # logging's extra: a line shown at any log level
 
 # Scrapy logs it at INFO once the crawler's settings are final (Crawler._apply_settings).
@@ -173,10 +177,6 @@ class JsonRecord(logging.LogRecord):
 
 def about(record: logging.LogRecord) -> tuple[str | None, str | None]:
     """(URL, its fingerprint) a record is about, or (None, None)."""
-    from scrapy.http import Request, Response
-
-    from crawlyx.frontier.fingerprint import url_fingerprint
-
     url = getattr(record, "url", None)
     if isinstance(url, str):
         return url, url_fingerprint(url)
