@@ -105,6 +105,7 @@ def _start_worker(crawl_pid: int, board: Board | None = None) -> None:
         _board = board
     import numpy  # noqa: F401 - for the near-duplicate signatures
 
+    # The page reader in the workers only: markdownify and BeautifulSoup, 0.2 s of imports.
     import crawlyx.content.page  # noqa: F401
 
     # What the imports made lives as long as the worker: kept out of the cycle
@@ -158,7 +159,7 @@ _trimmed_at = [0]  # this worker's RSS once ready, then after it last gave memor
 def read_page(page: str, url: str, scope: str | None, **options) -> dict:
     """:func:`crawlyx.content.page.analyze`, in a worker."""
     # Imported here: the workers have it (see _start_worker); the crawl process, which
-    # never reads a page, does without the converter and its imports.
+    # never reads a page, does without the converter and markdownify.
     from crawlyx.content.page import analyze
 
     # The objects a read makes (two trees of the page, the strings of its markdown) all
@@ -175,6 +176,7 @@ def read_page(page: str, url: str, scope: str | None, **options) -> dict:
 def read_document(kind: str, body: bytes | str, url: str, scope: str | None, neardup: bool) -> dict:
     """:func:`crawlyx.content.documents.reader.read_document`, in a worker: the memory a big
     document took is given back after, as a big page's."""
+    # pypdfium2, imported by a worker's first document: a crawl of pages only never needs it.
     from crawlyx.content.documents.reader import read_document as read
 
     try:

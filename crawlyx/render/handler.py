@@ -42,6 +42,7 @@ class RenderHandler(HTTP11DownloadHandler):
     def browser(self):
         """scrapy-playwright's handler, built on first use."""
         if self._browser is None:
+            # Playwright, imported with the first page to render (see the module docstring).
             from crawlyx.render.browser import BrowserHandler
 
             self._browser = BrowserHandler(self._crawler)
