@@ -144,7 +144,9 @@ def set_entries(settings, name: str, entries: dict) -> None:
 class Addon:
     def __init__(self, crawler):
         self.crawler = crawler
-        self.parts = CrawlParts(crawler)  # what the components share (crawlyx/parts.py)
+        # What the components share (crawlyx/parts.py), handed to them as Scrapy hands
+        # them crawler.stats: each reads crawler.crawlyx once, in its from_crawler.
+        self.parts = crawler.crawlyx = CrawlParts(crawler)
 
     @classmethod
     def from_crawler(cls, crawler):

@@ -90,12 +90,16 @@ class CrawlParts:
             self.state.close()  # sends what the core still holds first
 
 
+def shared_parts(crawler) -> CrawlParts:
+    """The shared parts of ``crawler``'s crawl: ``crawler.crawlyx``, set by its crawlyx
+    add-on (as Scrapy sets ``crawler.stats``)."""
+    parts = getattr(crawler, "crawlyx", None)
+    if parts is None:
+        raise RuntimeError(
+            "crawlyx components need the crawlyx add-on: ADDONS = {'crawlyx.addon.Addon': 0}"
+        )
+    return parts
+
+
 def crawl_parts(crawler) -> CrawlParts:
-    """The shared parts of ``crawler``'s crawl, owned by its crawlyx add-on."""
-    for addon in crawler.addons.addons:
-        parts = getattr(addon, "parts", None)
-        if isinstance(parts, CrawlParts):
-            return parts
-    raise RuntimeError(
-        "crawlyx components need the crawlyx add-on: ADDONS = {'crawlyx.addon.Addon': 0}"
-    )
+    return shared_parts(crawler)
