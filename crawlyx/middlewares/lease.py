@@ -24,12 +24,13 @@ from scrapy import Request, signals
 
 from crawlyx.frontier.state import REDIS_DOWN
 from crawlyx.frontier.visited import LEASE_META
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 
 class LeaseMiddleware:
-    def __init__(self, crawler):
+    def __init__(self, crawler, parts):
         self.crawler = crawler
+        self.parts = parts  # the crawl's shared parts (crawlyx/parts.py)
         # id(item) -> the lease it carries, until the item is written, dropped or failed.
         self._carried: dict[int, str] = {}
         crawler.signals.connect(self._item_written, signal=signals.item_scraped)
@@ -39,25 +40,25 @@ class LeaseMiddleware:
     @classmethod
     def from_crawler(cls, crawler):
         """The crawl's one instance, a shared part (the LeaseCheck pipeline uses it too)."""
-        parts = crawl_parts(crawler)
+        parts = shared_parts(crawler)
         if parts.leases is None:
-            parts.leases = cls(crawler)
+            parts.leases = cls(crawler, parts)
         return parts.leases
 
     async def process_spider_output_async(self, response, result):
         async for output in result:
             if self._passed_on(response.request, output):
                 yield output
-        crawl_parts(self.crawler).visited.release(response.request)
+        self.parts.visited.release(response.request)
 
     def process_spider_output(self, response, result):
         for output in result:
             if self._passed_on(response.request, output):
                 yield output
-        crawl_parts(self.crawler).visited.release(response.request)
+        self.parts.visited.release(response.request)
 
     def process_spider_exception(self, response, exception):
-        table = crawl_parts(self.crawler).visited
+        table = self.parts.visited
         if isinstance(exception, REDIS_DOWN):
             # Redis failed the page's reading (its quota, its origin, its claims): the
             # page is not handled, so it is not done. Given back, it is fetched again.
@@ -86,4 +87,4 @@ class LeaseMiddleware:
     def _item_out(self, item, written=False, **kwargs):
         fp = self._carried.pop(id(item), None)
         if fp is not None:
-            crawl_parts(self.crawler).visited.finish(fp, written)
+            self.parts.visited.finish(fp, written)

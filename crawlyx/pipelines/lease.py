@@ -13,21 +13,22 @@ from __future__ import annotations
 
 from scrapy.exceptions import DropItem
 
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 
 class LeaseCheck:
-    def __init__(self, crawler):
-        self.crawler = crawler
-        self.leases = crawl_parts(crawler).leases
+    def __init__(self, parts):
+        self.parts = parts
+        # The lease middleware: Scrapy builds the spider middlewares before the pipelines.
+        self.leases = parts.leases
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(crawler)
+        return cls(shared_parts(crawler))
 
     def process_item(self, item):
         fp = self.leases.lease_of(item)
-        if fp is not None and not crawl_parts(self.crawler).visited.still_mine(fp):
+        if fp is not None and not self.parts.visited.still_mine(fp):
             raise DropItem(
                 "its page was taken over by another process while this one stalled",
                 log_level="DEBUG",  # the stall itself is logged once, as a warning
