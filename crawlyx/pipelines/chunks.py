@@ -25,16 +25,16 @@ import logging
 from scrapy.exceptions import NotConfigured
 
 from crawlyx.content.chunks import chunk
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 logger = logging.getLogger(__name__)
 
 
 class ChunksPipeline:
-    def __init__(self, crawler, max_tokens: int):
-        self.crawler = crawler
+    def __init__(self, crawler, parts, max_tokens: int):
         self.stats = crawler.stats
         self.max_tokens = max_tokens
+        self.parts = parts  # the crawl's shared parts: its page workers chunk
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -44,7 +44,7 @@ class ChunksPipeline:
             raise NotConfigured from None
         if max_tokens is None:  # no message: Scrapy would log one at WARNING for every crawl
             raise NotConfigured
-        return cls(crawler, max_tokens)
+        return cls(crawler, shared_parts(crawler), max_tokens)
 
     async def process_item(self, item):
         markdown = item.get("markdown")
@@ -53,7 +53,7 @@ class ChunksPipeline:
         if not markdown:
             item["chunks"] = []
             return item
-        workers = crawl_parts(self.crawler).workers
+        workers = self.parts.workers
         try:
             chunks = await workers.run(
                 chunk, markdown, self.max_tokens, item["url"], timeout=workers.timeout

@@ -60,7 +60,7 @@ from crawlyx.frontier.core import retryable
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.outage import REDIS_DOWN, outage
 from crawlyx.frontier.shards import LEASED, QUEUED
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 logger = logging.getLogger(__name__)
 
@@ -134,22 +134,22 @@ class ContentClaims:
 
 
 class CopiesPipeline:
-    def __init__(self, crawler):
+    def __init__(self, crawler, parts):
         self.crawler = crawler
         self.stats = crawler.stats
+        self.parts = parts  # the crawl's shared parts (crawlyx/parts.py)
         self._claims: ContentClaims | None = None
 
     @classmethod
     def from_crawler(cls, crawler):
         if not crawler.settings.getbool("CRAWLYX_COPIES_ENABLED"):
             raise NotConfigured("CRAWLYX_COPIES_ENABLED is off")
-        return cls(crawler)
+        return cls(crawler, shared_parts(crawler))
 
     @property
     def claims(self) -> ContentClaims:
         if self._claims is None:  # the job's state exists once the spider runs
-            parts = crawl_parts(self.crawler)
-            self._claims = ContentClaims(parts.state, parts.core, self.stats)
+            self._claims = ContentClaims(self.parts.state, self.parts.core, self.stats)
         return self._claims
 
     def process_item(self, item):
@@ -168,7 +168,7 @@ class CopiesPipeline:
     async def _start_page(self, item):
         """The start page claims once the pages it links to are done (or the wait is
         over, or the crawl is closing): a copy of it among them has claimed first."""
-        visited = crawl_parts(self.crawler).visited
+        visited = self.parts.visited
         own = normalized_fingerprint(item["url"])
         links = dict.fromkeys(normalized_fingerprint(url) for url in item.get("links") or ())
         waiting = [fp for fp in links if fp != own][:START_LINKS]

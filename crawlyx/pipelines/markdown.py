@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 
 class MarkdownPipeline:
-    def __init__(self, crawler):
-        self.graph = crawl_parts(crawler).graph
+    def __init__(self, graph):
+        self.graph = graph  # the crawl's link-graph recorder; None with the graph off
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(crawler)
+        return cls(shared_parts(crawler).graph)
 
     def process_item(self, item):
         changed = item.get("changed")
