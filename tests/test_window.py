@@ -206,7 +206,7 @@ class FakeRequest:
 def _middleware(redis_client, **settings) -> WindowMiddleware:
     """A window middleware on a fake downloader, with a real job budget in Redis."""
     crawler = _crawler(**settings)
-    mw = WindowMiddleware(crawler)
+    mw = WindowMiddleware(crawler, None)  # no crawl parts: its budget is set here
     state, [mw.budget] = _budgets(redis_client, **settings)
     return mw
 
@@ -216,7 +216,8 @@ def test_middleware_applies_the_window_and_crawl_delay_to_the_slot(redis_client)
     crawler = mw.crawler
     slot = SimpleNamespace(concurrency=40, delay=0.0, jitter=0.5, latercall=None)
     crawler.engine.downloader.slots["h"] = slot
-    robots_mw = RobotsMiddleware(crawler)  # holding the rules, as once it fetched them
+    # Holding the rules, as once it fetched them: no crawl parts to fetch them with.
+    robots_mw = RobotsMiddleware(crawler, None)
     robots_mw._robots["http://h"] = Robots(200, "User-agent: *\nCrawl-delay: 2\n", 0.0)
     mw._robots = robots_mw
     request = FakeRequest("http://h/page")
@@ -295,7 +296,7 @@ def test_grows_are_logged_at_debug_shrinks_at_info(redis_client, caplog):
 
 def test_bad_bounds_are_refused():
     with pytest.raises(ValueError, match="CRAWLYX_WINDOW_MIN"):
-        WindowMiddleware(_crawler(CRAWLYX_WINDOW_MIN=10, CRAWLYX_WINDOW_MAX=5))
+        WindowMiddleware(_crawler(CRAWLYX_WINDOW_MIN=10, CRAWLYX_WINDOW_MAX=5), None)
 
 
 # -- hostile servers ---------------------------------------------------------------------

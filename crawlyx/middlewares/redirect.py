@@ -33,7 +33,7 @@ from scrapy.utils.response import get_meta_refresh
 from w3lib.url import safe_url_string
 
 from crawlyx.errors import CrawlyxIgnore
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.urls.normalize import normalize_url
 
 
@@ -50,10 +50,18 @@ class RedirectRefused(CrawlyxIgnore, IgnoreRequest):
 class HopRules:
     """Checks each hop of the Scrapy redirect middleware it is mixed into."""
 
+    @classmethod
+    def from_crawler(cls, crawler):
+        # Scrapy's from_crawler builds the middleware from the settings alone and hands
+        # it the crawler after; the crawl's shared parts are handed over the same way.
+        middleware = super().from_crawler(crawler)
+        middleware.parts = shared_parts(crawler)
+        return middleware
+
     def _redirect(self, redirected, request, reason):
         spider = self.crawler.spider
         checked = _checked(spider, request)
-        graph = crawl_parts(self.crawler).graph if checked else None
+        graph = self.parts.graph if checked else None
         if graph is not None:
             # Every hop is in the link graph, followed or not, its target known or not.
             graph.hop(request.url, redirected.url, reason, request.meta.get("depth"))

@@ -50,7 +50,7 @@ from twisted.python.failure import Failure
 
 from crawlyx.errors import CrawlyxIgnore, classify
 from crawlyx.frontier.state import REDIS_DOWN, outage
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.urls.normalize import url_origin
 
 logger = logging.getLogger(__name__)
@@ -183,11 +183,12 @@ class FetchLock:
 
 
 class RobotsMiddleware:
-    def __init__(self, crawler):
+    def __init__(self, crawler, parts):
         settings = crawler.settings
         if not settings.getbool("CRAWLYX_ROBOTS_ENABLED"):
             raise NotConfigured
         self.crawler = crawler
+        self.parts = parts  # the crawl's shared parts: robots.txt is kept in its Redis
         self.agent = settings.get("CRAWLYX_BOT_NAME") or settings.get("BOT_NAME")
         self.retry_for = settings.getfloat("CRAWLYX_ROBOTS_RETRY_FOR")
         self.max_crawl_delay = settings.getfloat("CRAWLYX_MAX_CRAWL_DELAY")
@@ -201,7 +202,7 @@ class RobotsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(crawler)
+        return cls(crawler, shared_parts(crawler))
 
     async def process_request(self, request):
         if request.meta.get("dont_obey_robotstxt"):
@@ -277,7 +278,7 @@ class RobotsMiddleware:
         return robots
 
     async def _load(self, origin: str) -> Robots:
-        state = crawl_parts(self.crawler).state
+        state = self.parts.state
         key = _robots_key(state, origin)
         lock = FetchLock(state.client, key + ":lock", self._token)
         redis = state.client

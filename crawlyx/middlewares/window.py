@@ -78,7 +78,7 @@ from crawlyx.middlewares import installed, slots
 from crawlyx.middlewares.budget import SYNC_INTERVAL, BudgetReport, Host, SharedBudget
 from crawlyx.middlewares.retry_after import parse_retry_after
 from crawlyx.middlewares.robots import RobotsMiddleware
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.urls.normalize import url_origin
 
 logger = logging.getLogger(__name__)
@@ -105,11 +105,12 @@ class HeldAtStop(IgnoreRequest):
 
 
 class WindowMiddleware:
-    def __init__(self, crawler):
+    def __init__(self, crawler, parts):
         settings = crawler.settings
         if not settings.getbool("CRAWLYX_WINDOW_ENABLED"):
             raise NotConfigured
         self.crawler = crawler
+        self.parts = parts  # the crawl's shared parts: the job's budget is in its Redis
         self.stats = crawler.stats
         self.settings = settings
         self.minimum, self.maximum = self.check_settings(settings)
@@ -147,7 +148,7 @@ class WindowMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(crawler)
+        return cls(crawler, shared_parts(crawler))
 
     @property
     def downloader(self):
@@ -185,10 +186,8 @@ class WindowMiddleware:
         slots.check(self.downloader)  # a Scrapy upgrade that moved them fails here
         self._cap_dequeuing()
         if self.budget is None:
-            table = crawl_parts(self.crawler).visited
-            self.budget = SharedBudget(
-                crawl_parts(self.crawler).state, lambda: table.owner, self.settings
-            )
+            table = self.parts.visited
+            self.budget = SharedBudget(self.parts.state, lambda: table.owner, self.settings)
         self._reporting = create_looping_call(self._report_all)
         self._reporting.start(SYNC_INTERVAL, now=False)
 
