@@ -25,7 +25,6 @@ from crawlyx.frontier.state import OWNERS
 from crawlyx.frontier.visited import LEASE_META, VisitedTable
 from crawlyx.items import PageItem
 from crawlyx.middlewares.lease import LeaseMiddleware
-from crawlyx.parts import crawl_parts
 from crawlyx.render.fallback import RenderFallback
 from crawlyx.spiders.site import SiteSpider
 
@@ -45,7 +44,7 @@ def open_scheduler(redis_url: str, origin="http://127.0.0.1:9/", **arguments) ->
 
 def close_scheduler(scheduler: Scheduler) -> None:
     scheduler.close("finished")
-    crawl_parts(scheduler.crawler).state.delete_all()
+    scheduler.parts.state.delete_all()
     scheduler.spider.parts.workers.close()  # started by the spider, stopped by the engine
 
 

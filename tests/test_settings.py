@@ -99,7 +99,8 @@ def test_the_projects_settings_and_the_command_line_beat_the_addon():
 def test_the_scheduler_is_scrapys_not_scrapy_redis():
     # scrapy-redis's scheduler blocks the reactor in BRPOP with SCHEDULER_IDLE_BEFORE_CLOSE
     # above 0; crawlyx's pops from the visited table, with the crawl core's batches.
-    crawler = get_crawler(Spider, {"SCHEDULER_IDLE_BEFORE_CLOSE": 5})
+    settings = {"SCHEDULER_IDLE_BEFORE_CLOSE": 5, "ADDONS": crawlyx.settings.ADDONS}
+    crawler = get_crawler(Spider, settings)
     scheduler = Scheduler.from_crawler(crawler)
     assert isinstance(scheduler, BaseScheduler)
     assert "scrapy_redis" not in {cls.__module__.split(".")[0] for cls in Scheduler.__mro__}

@@ -49,7 +49,6 @@ from crawlyx.frontier.shards import RECORD
 from crawlyx.frontier.state import JOBS, REDIS_DOWN, State, outage
 from crawlyx.frontier.visited import VisitedTable
 from crawlyx.log import SHOWN
-from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -80,7 +79,8 @@ def _now() -> str:
 
 class JobRun:
     """One run of the crawl's job: the job's record when it starts and stops, its keys'
-    expiry, and the lines that name the job."""
+    expiry, and the lines that name the job. Built with the spider, before the add-on: it
+    reaches the job's state through the spider its signals hand it (``spider.parts``)."""
 
     def __init__(self, crawler, ttl: int, scope: str):
         self.crawler = crawler
@@ -105,7 +105,7 @@ class JobRun:
             logger.info("crawlyx: scope %s (the start URL redirects)", root, extra=SHOWN)
 
     def opened(self, spider):
-        state = crawl_parts(self.crawler).state
+        state = spider.parts.state
         record, now = state.key(RECORD), _now()
         pipe = state.client.pipeline(transaction=False)
         pipe.sadd(JOBS, state.job)
@@ -126,7 +126,7 @@ class JobRun:
 
     def closed(self, spider, reason):
         try:
-            state = crawl_parts(self.crawler).state
+            state = spider.parts.state
             record = state.key(RECORD)
             # Its pages counted as they were done (crawlyx.frontier.shards).
             stop = last_stop(spider, reason)

@@ -42,7 +42,7 @@ from crawlyx.frontier import queued
 from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.frontier.visited import LEASE_META
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +53,10 @@ class Scheduler(BaseScheduler):
     # ones are popped. Small: while a request waits here no other process can have it.
     POP_BATCH = 4
 
-    def __init__(self, crawler):
+    def __init__(self, crawler, parts):
         self.crawler = crawler
         self.stats = crawler.stats
+        self.parts = parts  # the crawl's shared parts: the visited table is its frontier
         self.fingerprinter = crawler.request_fingerprinter
         self.visited = None
         self._heartbeat = None
@@ -67,11 +68,11 @@ class Scheduler(BaseScheduler):
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(crawler)
+        return cls(crawler, shared_parts(crawler))
 
     def open(self, spider):
         self.spider = spider
-        self.visited = crawl_parts(self.crawler).visited
+        self.visited = self.parts.visited
         self.visited.on_popped = self._arrived
         self._heartbeat = task.LoopingCall(self._beat)
         self._heartbeat.start(self.HEARTBEAT_INTERVAL, now=True)
