@@ -21,7 +21,6 @@ from crawlyx.graph.audit import audit, audit_markdown
 from crawlyx.graph.outputs import Outputs, PageMarkdown, write_outputs
 from crawlyx.graph.tree import build_tree, llms_txt, tree_markdown
 from crawlyx.items import PageItem
-from crawlyx.parts import crawl_parts
 from crawlyx.spiders.site import SiteSpider
 from tests.conftest import crawl_env
 from tests.test_audit import B, site_graph
@@ -120,11 +119,11 @@ def test_extension_keeps_emitted_markdown_for_llms_full(redis_url, redis_client,
         scraped(crawler, PageItem(url=B + "/old", final_url=B + "/new", markdown="# New\n"))
         scraped(crawler, PageItem(url=B + "/x", final_url=B + "/x", markdown=None))
         assert ext.markdown is not None
-        assert PageMarkdown(crawl_parts(crawler).state).get(B + "/new") == "# New\n"
+        assert PageMarkdown(crawler.crawlyx.state).get(B + "/new") == "# New\n"
         assert redis_client.hkeys("crawlyx:{audit-ext-test}:graph:md") == [(B + "/new").encode()]
         assert crawler.stats.get_value("crawlyx/audit/markdown_saved") == 1
     finally:
-        crawl_parts(crawler).state.delete_all()
+        crawler.crawlyx.state.delete_all()
         crawler.spider.parts.workers.close()
 
 

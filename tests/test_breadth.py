@@ -457,7 +457,7 @@ def test_report_union_is_not_the_sum_and_coverage_uses_the_corpus(state, today):
 
 def breadth_crawler(**overrides):
     values = {k: v for k, v in vars(project_settings).items() if k.startswith("CRAWLYX_")}
-    return get_crawler(settings_dict={**values, **overrides})
+    return get_crawler(settings_dict={**values, "ADDONS": project_settings.ADDONS, **overrides})
 
 
 def test_extension_is_off_when_disabled():

@@ -385,13 +385,13 @@ def test_extension_is_off_by_default_and_flushes_when_on(state, redis_url):
         )
 
 
-def test_extension_builds_its_ring_and_hands_it_to_the_recrawl(state, redis_url, monkeypatch):
+def test_extension_builds_its_ring_and_hands_it_to_the_recrawl(state, redis_url):
     crawler = get_crawler(
         settings_dict=crawlyx_settings(CRAWLYX_DEMAND_ENABLED=True, CRAWLYX_REDIS_URL=redis_url)
     )
-    ext = DemandExtension.from_crawler(crawler)
+    # The crawl's parts, their state the test's own: no spider names a job.
     parts = SimpleNamespace(state=state)
-    monkeypatch.setattr("crawlyx.extensions.demand.crawl_parts", lambda crawler: parts)
+    ext = DemandExtension(crawler, parts, DemandExtension.check_settings(crawler.settings))
     recrawl = SimpleNamespace(demand=None, ladder=SimpleNamespace(enabled=False))
     ext.spider_opened(SimpleNamespace(recrawl=recrawl))
     try:

@@ -25,6 +25,8 @@ from crawlyx.middlewares.robots import Robots
 from tests.conftest import crawl_command, crawl_env, free_port, read_items
 from tests.site import SiteServer
 
+ADDON = {"ADDONS": {"crawlyx.addon.Addon": 0}}  # the metrics read the crawl's parts
+
 # Two requests at a time to a host whose generated pages take 0.1 s: a few seconds of
 # crawl to scrape during.
 SLOW = {"CRAWLYX_WINDOW_MIN": 1, "CRAWLYX_WINDOW_START": 2, "CRAWLYX_WINDOW_MAX": 2}
@@ -123,7 +125,7 @@ def test_tally_counts_fetches_and_audits_robots():
 
 def test_endpoint_listens_on_loopback_and_closes(tmp_path):
     port = free_port()
-    metrics = Metrics(get_crawler(Spider, {"CRAWLYX_METRICS_PORT": port}), port)
+    metrics = Metrics.from_crawler(get_crawler(Spider, {"CRAWLYX_METRICS_PORT": port, **ADDON}))
     metrics.start()
     try:
         assert metrics.server.server_address[0] == "127.0.0.1"
@@ -138,7 +140,7 @@ def test_endpoint_listens_on_loopback_and_closes(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         taken = busy.getsockname()[1]
-        other = Metrics(get_crawler(Spider, {"CRAWLYX_METRICS_PORT": taken}), taken)
+        other = Metrics.from_crawler(get_crawler(Spider, {"CRAWLYX_METRICS_PORT": taken, **ADDON}))
         other.start()
         assert other.server is None
         other.stop()

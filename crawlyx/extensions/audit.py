@@ -26,16 +26,17 @@ from scrapy.exceptions import NotConfigured
 
 from crawlyx.graph.audit import FINDINGS
 from crawlyx.graph.outputs import Outputs, PageMarkdown, load_graph, write_outputs
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
 
 
 class Audit:
-    def __init__(self, crawler, outputs: Outputs, max_depth: int):
+    def __init__(self, crawler, parts, outputs: Outputs, max_depth: int):
         self.crawler = crawler
         self.stats = crawler.stats
+        self.parts = parts  # the crawl's shared parts: the link graph is in its Redis
         self.outputs = outputs
         self.max_depth = max_depth
         self.markdown: PageMarkdown | None = None
@@ -56,7 +57,7 @@ class Audit:
         outputs = Outputs(args.audit, args.tree, args.llms_txt, args.llms_full)
         if not outputs:
             raise NotConfigured
-        ext = cls(crawler, outputs, cls.check_settings(crawler.settings))
+        ext = cls(crawler, shared_parts(crawler), outputs, cls.check_settings(crawler.settings))
         if outputs.llms_full:
             crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
@@ -70,7 +71,7 @@ class Audit:
         # Under the URL the content came from: the graph's node of the page.
         url = normalize_url(page.get("final_url") or page["url"])
         if self.markdown is None:
-            self.markdown = PageMarkdown(crawl_parts(self.crawler).state)
+            self.markdown = PageMarkdown(self.parts.state)
         try:
             self.markdown.save(url, markdown)
         except redis.RedisError as exc:
@@ -79,7 +80,7 @@ class Audit:
         self.stats.inc_value("crawlyx/audit/markdown_saved")
 
     def spider_closed(self, spider, reason):
-        state = crawl_parts(self.crawler).state
+        state = self.parts.state
         try:
             graph = load_graph(state, self.crawler.settings)
             report = write_outputs(graph, self.outputs, self.max_depth, PageMarkdown(state).get)

@@ -37,7 +37,7 @@ from twisted.internet import task
 from crawlyx.breadth.recorder import Recorder
 from crawlyx.breadth.store import DAY, BreadthStore, breadth_state, utc_day
 from crawlyx.extensions import flush_counted
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -52,9 +52,12 @@ def site_of(url: str) -> str:
 class Breadth:
     MAX_SITES = 16  # a crawl has one origin; more are recorded up to this, then dropped
 
-    def __init__(self, crawler, bot: str, interval: float, max_bots: int, retention_days: int):
+    def __init__(
+        self, crawler, parts, bot: str, interval: float, max_bots: int, retention_days: int
+    ):
         self.crawler = crawler
         self.stats = crawler.stats
+        self.parts = parts  # the crawl's shared parts: the sketches go to its Redis
         self.bot = bot
         self.interval = interval
         self.max_bots = max_bots
@@ -89,7 +92,7 @@ class Breadth:
             raise NotConfigured
         interval, max_bots, retention = cls.check_settings(settings)
         bot = settings.get("CRAWLYX_BOT_NAME") or "crawlyx"
-        ext = cls(crawler, bot, interval, max_bots, retention)
+        ext = cls(crawler, shared_parts(crawler), bot, interval, max_bots, retention)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext.response_received, signal=signals.response_received)
@@ -141,7 +144,7 @@ class Breadth:
 
     def spider_opened(self, spider):
         self.store = BreadthStore(
-            breadth_state(crawl_parts(self.crawler).state.client),
+            breadth_state(self.parts.state.client),
             self.retention_days,
             own=self.bot,  # its rows are crawlyx's own, apart from the visiting bots'
         )

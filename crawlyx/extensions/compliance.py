@@ -43,7 +43,6 @@ from crawlyx.frontier.core import retryable
 from crawlyx.frontier.state import INDEX
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.robots import RobotsMiddleware
-from crawlyx.parts import crawl_parts
 from crawlyx.policy.optout import OptOut
 from crawlyx.urls.normalize import url_origin
 
@@ -89,8 +88,9 @@ _ATTR = re.compile(rb"""\b(name|content)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))
 class DelayAudit:
     """Crawl-delay violations across the job's processes (see the module docstring)."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler, parts):
         self.crawler = crawler
+        self.parts = parts  # the crawl's shared parts: the starts are filed in its Redis
         self.checked = 0  # starts filed and checked
         self.violations = 0
         self.failed = 0  # starts Redis would not take (unchecked)
@@ -108,7 +108,7 @@ class DelayAudit:
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
     def _opened(self, spider):
-        parts = crawl_parts(self.crawler)
+        parts = self.parts
         self._core = parts.core
         self._prefix = parts.state.key("delays:")
         self._index = parts.state.key(INDEX)
@@ -243,11 +243,12 @@ class OptOutAudit:
 class Compliance:
     """The crawl's compliance audits, made on first use (by the metrics or the report)."""
 
-    def __init__(self, crawler):
-        self.delay = DelayAudit(crawler)
+    def __init__(self, crawler, parts):
+        self.delay = DelayAudit(crawler, parts)
         self.opt_out = OptOutAudit(crawler)
 
 
-def compliance(crawler) -> Compliance:
-    """The crawl's one :class:`Compliance`, made (and connected) on first use."""
-    return shared(crawler, Compliance)
+def compliance(crawler, parts) -> Compliance:
+    """The crawl's one :class:`Compliance`, made (and connected) on first use; ``parts``:
+    the crawl's shared parts (crawlyx/parts.py)."""
+    return shared(crawler, Compliance, lambda c: Compliance(c, parts))

@@ -34,15 +34,16 @@ from crawlyx.demand.ring import RingConfig
 from crawlyx.demand.tracker import DemandTracker
 from crawlyx.extensions import flush_counted
 from crawlyx.frontier.state import REDIS_DOWN, outage
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 logger = logging.getLogger(__name__)
 
 
 class Demand:
-    def __init__(self, crawler, config: RingConfig):
+    def __init__(self, crawler, parts, config: RingConfig):
         self.crawler = crawler
         self.stats = crawler.stats
+        self.parts = parts  # the crawl's shared parts: the visits go to its Redis
         self.config = config
         self.ring: DemandTracker | None = None
         self._task: task.LoopingCall | None = None
@@ -66,14 +67,13 @@ class Demand:
     def from_crawler(cls, crawler):
         if not crawler.settings.getbool("CRAWLYX_DEMAND_ENABLED"):
             raise NotConfigured
-        ext = cls(crawler, cls.check_settings(crawler.settings))
+        ext = cls(crawler, shared_parts(crawler), cls.check_settings(crawler.settings))
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
     def spider_opened(self, spider):
-        state = crawl_parts(self.crawler).state
-        self.ring = DemandTracker.from_settings(self.crawler.settings, state)
+        self.ring = DemandTracker.from_settings(self.crawler.settings, self.parts.state)
         self._task = task.LoopingCall(self.flush)
         self._task.start(self.config.flush_interval, now=False)
         recrawl = getattr(spider, "recrawl", None)

@@ -42,7 +42,7 @@ from crawlyx.extensions.usage import usage_meter
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.robots import RobotsMiddleware
 from crawlyx.middlewares.window import WindowMiddleware
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 logger = logging.getLogger(__name__)
 
@@ -52,12 +52,12 @@ RENDER_MODES = MODES
 class CrawlCollector:
     """The crawl's metric families, read at scrape time."""
 
-    def __init__(self, crawler, tally):
+    def __init__(self, crawler, parts, tally):
         self.crawler = crawler
         self.stats = crawler.stats
         self.tally = tally
-        self.usage = usage_meter(crawler)
-        self.audits = compliance(crawler)
+        self.usage = usage_meter(crawler, parts)
+        self.audits = compliance(crawler, parts)
         self.prices = Prices.from_settings(crawler.settings)
         self.window_mw: WindowMiddleware | None = None
         self.robots_mw: RobotsMiddleware | None = None
@@ -334,10 +334,11 @@ def used_memory(info: dict) -> int:
 
 
 class Metrics:
-    def __init__(self, crawler, port: int):
+    def __init__(self, crawler, parts, port: int):
         self.crawler = crawler
+        self.parts = parts  # the crawl's shared parts (crawlyx/parts.py)
         self.port = port
-        self.collector = CrawlCollector(crawler, fetch_tally(crawler))
+        self.collector = CrawlCollector(crawler, parts, fetch_tally(crawler))
         self.registry = CollectorRegistry()
         self.registry.register(self.collector)
         self.server = self.thread = None
@@ -361,12 +362,12 @@ class Metrics:
         port = cls.check_settings(crawler.settings)
         if not port:
             raise NotConfigured
-        return cls(crawler, port)
+        return cls(crawler, shared_parts(crawler), port)
 
     def spider_opened(self, spider):
         self.collector.window_mw = installed(self.crawler, WindowMiddleware)
         self.collector.robots_mw = installed(self.crawler, RobotsMiddleware)
-        self.collector.visited = crawl_parts(self.crawler).visited
+        self.collector.visited = self.parts.visited
         self.start()
 
     def spider_closed(self, spider):

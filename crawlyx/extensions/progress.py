@@ -22,7 +22,7 @@ from crawlyx.frontier.state import REDIS_DOWN, outage
 from crawlyx.log import SHOWN, ProgressLine
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.window import WindowMiddleware
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +39,10 @@ def _rss() -> int:
 
 
 class Progress:
-    def __init__(self, crawler, interval: float):
+    def __init__(self, crawler, parts, interval: float):
         self.crawler = crawler
         self.stats = crawler.stats
+        self.parts = parts  # the crawl's shared parts: the job's queue is its visited table
         self.interval = interval
         self.started = time.monotonic()
         self._task: task.LoopingCall | None = None
@@ -54,7 +55,7 @@ class Progress:
         interval = crawler.settings.getfloat("CRAWLYX_PROGRESS_INTERVAL")
         if interval <= 0:
             raise NotConfigured
-        ext = cls(crawler, interval)
+        ext = cls(crawler, shared_parts(crawler), interval)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
@@ -77,7 +78,7 @@ class Progress:
         self._last = (now, pages)
         rate = (pages - before) / (now - then) if now > then else 0.0
         try:
-            queued = crawl_parts(self.crawler).visited.queued()
+            queued = self.parts.visited.queued()
         except REDIS_DOWN as exc:  # an exception would stop the looping call
             outage(self.stats, "counting the queue", exc)
             queued = -1
@@ -131,7 +132,7 @@ class Progress:
         running on in other processes), and why this process stopped when that says
         more than the state: ``paused (max_pages)``."""
         try:
-            visited = crawl_parts(self.crawler).visited
+            visited = self.parts.visited
             state = outcome(visited.state, visited.owner, last_stop(spider, reason))
         except REDIS_DOWN as exc:
             outage(self.stats, "reading the job's state", exc)

@@ -48,6 +48,7 @@ from crawlyx.extensions.telemetry import fetch_tally
 from crawlyx.extensions.usage import usage_meter
 from crawlyx.middlewares import installed
 from crawlyx.middlewares.robots import RobotsMiddleware
+from crawlyx.parts import shared_parts
 
 logger = logging.getLogger(__name__)
 
@@ -89,14 +90,14 @@ def _round(value: float | None, digits: int = 4) -> float | None:
 
 
 class Report:
-    def __init__(self, crawler, path: str):
+    def __init__(self, crawler, parts, path: str):
         self.crawler = crawler
         self.stats = crawler.stats
         self.path = path
         self.tally = fetch_tally(crawler)  # now: it counts from the first fetch
         # Before this report's own handlers: they close first, with their last samples.
-        self.usage = usage_meter(crawler)
-        self.audits = compliance(crawler)
+        self.usage = usage_meter(crawler, parts)
+        self.audits = compliance(crawler, parts)
         self.prices = Prices.from_settings(crawler.settings)
         self.cost_target = crawler.settings.getfloat("CRAWLYX_COST_TARGET_PER_URL")
         self.started = time.monotonic()
@@ -116,7 +117,7 @@ class Report:
         path = getattr(getattr(spider, "args", None), "report", None)
         if not path:
             raise NotConfigured
-        return cls(crawler, path)
+        return cls(crawler, shared_parts(crawler), path)
 
     def spider_opened(self, spider):
         self.started = time.monotonic()

@@ -31,7 +31,6 @@ from scrapy import signals
 from crawlyx.cost.model import MODES, Usage
 from crawlyx.cost.processes import COMPONENTS, ProcessMeter
 from crawlyx.extensions.telemetry import WorkerTally, fetch_tally, shared
-from crawlyx.parts import crawl_parts
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +56,10 @@ class Rates:
 
 
 class UsageMeter:
-    def __init__(self, crawler):
+    def __init__(self, crawler, parts):
         self.crawler = crawler
         self.stats = crawler.stats
+        self.parts = parts  # the crawl's shared parts: its page workers are metered
         self.tally = fetch_tally(crawler)
         self.meter: ProcessMeter | None = None
         self.workers: WorkerTally | None = None  # the page workers' reads
@@ -81,14 +81,10 @@ class UsageMeter:
     def open(self, spider=None) -> None:
         if self._thread is not None:
             return
-        try:
-            pool = crawl_parts(self.crawler).workers
-        except RuntimeError:  # no crawlyx add-on: no page workers
-            pool = None
-        if pool is not None:
-            if pool.tally is None:
-                pool.tally = WorkerTally(pool.workers)
-            self.workers = pool.tally
+        pool = self.parts.workers
+        if pool.tally is None:
+            pool.tally = WorkerTally(pool.workers)
+        self.workers = pool.tally
         self.meter = ProcessMeter()
         self.sample()
         self._thread = threading.Thread(target=self._run, name="crawlyx-usage", daemon=True)
@@ -186,6 +182,7 @@ class UsageMeter:
         return Rates(now - then, taken - taken0, added - added0, dups - dups0)
 
 
-def usage_meter(crawler) -> UsageMeter:
-    """The crawl's one :class:`UsageMeter`, made (and connected) on first use."""
-    return shared(crawler, UsageMeter)
+def usage_meter(crawler, parts) -> UsageMeter:
+    """The crawl's one :class:`UsageMeter`, made (and connected) on first use; ``parts``:
+    the crawl's shared parts (crawlyx/parts.py)."""
+    return shared(crawler, UsageMeter, lambda c: UsageMeter(c, parts))
