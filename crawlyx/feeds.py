@@ -33,7 +33,7 @@ from crawlyx.exporters import FOLDER_FORMATS, TEXT_FORMATS
 from crawlyx.exporters.folder import MANIFEST
 from crawlyx.frontier.fingerprint import normalized_fingerprint
 from crawlyx.frontier.state import REDIS_DOWN, outage
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 
 logger = logging.getLogger(__name__)
 
@@ -45,30 +45,36 @@ OUTPUTS = "outputs"  # crawlyx:{job}:outputs, a set of absolute paths
 
 
 class FileFeedStorage(ScrapyFileFeedStorage):
-    def __init__(self, uri, *, feed_options=None):
+    def __init__(self, uri, *, feed_options=None, parts=None):
         super().__init__(uri, feed_options=feed_options)
+        self.parts = parts  # the crawl's shared parts (None: a file of no crawl's)
         self.format = (feed_options or {}).get("format")
         if self.format in FOLDER_FORMATS:  # the URI names a folder: its manifest
             self.path = os.path.join(self.path, MANIFEST)
+
+    @classmethod
+    def from_crawler(cls, crawler, uri, *, feed_options=None):
+        return cls(uri, feed_options=feed_options, parts=shared_parts(crawler))
 
     def open(self, spider):
         file = super().open(spider)
         if self.write_mode == "ab":
             _drop_cut_line(file)
         if self.format not in TEXT_FORMATS:
-            record_output(getattr(spider, "crawler", None), file.name)
+            record_output(self.parts, file.name)
         return FlushedFile(file, getattr(getattr(spider, "crawler", None), "stats", None))
 
 
-def record_output(crawler, path: str) -> None:
-    """``path`` is where this run of the crawl's job writes its items, as JSON lines."""
-    if crawler is None or getattr(crawler.spider, "job", None) is None:
+def record_output(parts, path: str) -> None:
+    """``path`` is where this run of the crawl's job writes its items, as JSON lines;
+    ``parts``: the crawl's shared parts (crawlyx/parts.py), None outside a crawl."""
+    if parts is None or getattr(parts.crawler.spider, "job", None) is None:
         return  # not a crawlyx crawl
     try:
-        state = crawl_parts(crawler).state
+        state = parts.state
         state.client.sadd(state.key(OUTPUTS), os.path.abspath(path))
     except REDIS_DOWN as exc:
-        outage(crawler.stats, "recording the job's output", exc)
+        outage(parts.crawler.stats, "recording the job's output", exc)
 
 
 def release_written(table) -> int:

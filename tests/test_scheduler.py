@@ -443,7 +443,9 @@ def test_a_page_written_by_a_killed_run_is_not_fetched_again(redis_url, tmp_path
     # Its feed file, as the feed exporter opens it; the item of /written is in it, and
     # the process is killed before its page's release is sent.
     path = tmp_path / "first.jsonl"
-    file = FileFeedStorage(str(path), feed_options={"overwrite": False}).open(spider)
+    appending = {"overwrite": False}
+    storage = FileFeedStorage.from_crawler(spider.crawler, str(path), feed_options=appending)
+    file = storage.open(spider)
     file.write(b'{"url": "http://127.0.0.1:9/written"}\n{"url": "http://127.0.0.1:9/other"}\n')
     file.close()
     table.state.retire([table.owner])  # as it dies
@@ -471,7 +473,9 @@ def test_a_page_a_killed_neighbour_wrote_is_not_fetched_again_by_a_live_process(
         killed.enqueue_request(Request(f"http://127.0.0.1:9/{name}", spider.parse))
     written, pending = killed.next_request(), killed.next_request()
     path = tmp_path / "killed.jsonl"  # its feed: the item of /written, not yet released
-    file = FileFeedStorage(str(path), feed_options={"overwrite": False}).open(spider)
+    appending = {"overwrite": False}
+    storage = FileFeedStorage.from_crawler(spider.crawler, str(path), feed_options=appending)
+    file = storage.open(spider)
     file.write(b'{"url": "http://127.0.0.1:9/written"}\n')
     file.close()
     table.state.retire([table.owner])  # as it dies

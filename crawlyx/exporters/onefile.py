@@ -46,7 +46,7 @@ from scrapy.exporters import BaseItemExporter
 from crawlyx.feeds import record_output
 from crawlyx.graph.outputs import load_graph
 from crawlyx.graph.tree import build_tree
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.urls.normalize import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -55,16 +55,16 @@ SEPARATOR = "\n---\n\n"  # between two pages' sections (after the first's last n
 
 
 class MarkdownExporter(BaseItemExporter):
-    def __init__(self, file, *, crawler=None, **kwargs):
+    def __init__(self, file, *, parts=None, **kwargs):
         super().__init__(dont_fail=True, **kwargs)
         self.file = file
-        self.crawler = crawler
+        self.parts = parts  # the crawl's shared parts (None: a feed of no crawl's)
         self.spool = None
         self.spooled: list[tuple[str, int]] = []  # (the page's graph node, its offset)
 
     @classmethod
     def from_crawler(cls, crawler, file, **kwargs):
-        return cls(file, crawler=crawler, **kwargs)
+        return cls(file, parts=shared_parts(crawler), **kwargs)
 
     def start_exporting(self) -> None:
         name = getattr(self.file, "name", None)
@@ -76,7 +76,7 @@ class MarkdownExporter(BaseItemExporter):
         self.spool = open(path, "a+b" if append else "w+b")  # noqa: SIM115 - closed when done
         if append:
             self._read_spool()
-        record_output(self.crawler, path)
+        record_output(self.parts, path)
 
     def _read_spool(self) -> None:
         """A killed run's spool: its items are this run's too. A last line cut short
@@ -114,7 +114,7 @@ class MarkdownExporter(BaseItemExporter):
         self.spooled.append((node, offset))
 
     def finish_exporting(self) -> None:
-        order = {url: place for place, url in enumerate(reading_order(self.crawler))}
+        order = {url: place for place, url in enumerate(reading_order(self.parts))}
         last = len(order)
         spooled = sorted(
             range(len(self.spooled)), key=lambda i: (order.get(self.spooled[i][0], last), i)
@@ -131,17 +131,20 @@ class MarkdownExporter(BaseItemExporter):
             os.unlink(name)
 
 
-def reading_order(crawler) -> list[str]:
-    """The site's pages in its reading order, from the job's link graph; none when the
-    graph is off or cannot be read (then the feed keeps the crawl's order)."""
-    if crawler is None or not crawler.settings.getbool("CRAWLYX_GRAPH_ENABLED"):
+def reading_order(parts) -> list[str]:
+    """The site's pages in its reading order, from the job's link graph of the crawl whose
+    shared parts are ``parts``; none when the graph is off or cannot be read, or outside a
+    crawl (then the feed keeps the crawl's order)."""
+    if parts is None:
+        return []
+    settings = parts.crawler.settings
+    if not settings.getbool("CRAWLYX_GRAPH_ENABLED"):
         return []
     try:
-        parts = crawl_parts(crawler)
         recorder = parts.__dict__.get("graph")  # built by the spider once it read a page
         if recorder is not None:
             recorder.flush()  # what this process learnt last, before the graph is read
-        tree = build_tree(load_graph(parts.state, crawler.settings))
+        tree = build_tree(load_graph(parts.state, settings))
     except (RuntimeError, redis.RedisError) as exc:
         logger.warning("crawlyx: md feed: the link graph was not read (%s): crawl order", exc)
         return []
