@@ -19,7 +19,6 @@ from crawlyx.frontier.state import State
 from crawlyx.graph.model import Node
 from crawlyx.graph.recorder import GraphRecorder
 from crawlyx.graph.store import GraphStore, Record
-from crawlyx.parts import crawl_parts
 from crawlyx.urls.normalize import normalize_url
 from tests.conftest import (
     Gate,
@@ -193,9 +192,9 @@ def test_a_redis_outage_drops_the_batch_and_counts_it():
 def test_the_graph_settings():
     settings = {name: value for name, value in vars(project).items() if name.isupper()}
     crawler = get_crawler(settings_dict={**settings, "CRAWLYX_GRAPH_ENABLED": False})
-    assert crawl_parts(crawler).graph is None
+    assert crawler.crawlyx.graph is None
     crawler = get_crawler(settings_dict=settings)
-    assert crawl_parts(crawler).graph is crawl_parts(crawler).graph  # one per crawl
+    assert crawler.crawlyx.graph is crawler.crawlyx.graph  # one per crawl
     with pytest.raises(ValueError, match="CRAWLYX_GRAPH_MAX_EDGES"):
         Addon.check_settings(Settings({**settings, "CRAWLYX_GRAPH_MAX_EDGES": -1}))
 

@@ -263,7 +263,6 @@ def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
 
     from crawlyx.demand import DemandTracker
     from crawlyx.demand.recrawl import Recrawl
-    from crawlyx.parts import crawl_parts
     from crawlyx.spiders.site import SiteSpider
     from tests.test_demand import crawlyx_settings
 
@@ -276,9 +275,7 @@ def test_the_ring_moves_a_due_pages_rung_before_it_is_recorded(redis_url):
     crawler.spider = SiteSpider.from_crawler(crawler, start="http://127.0.0.1:9/")
     recrawl = Recrawl(crawler, refresh="due")
     # What the demand extension does when the spider opens.
-    ring = recrawl.demand = DemandTracker.from_settings(
-        crawler.settings, crawl_parts(crawler).state
-    )
+    ring = recrawl.demand = DemandTracker.from_settings(crawler.settings, crawler.crawlyx.state)
     site = f"https://ladder-{time.time_ns()}.example"
     hot, cold, once = f"{site}/hot", f"{site}/cold", f"{site}/once"
     fetched = time.time() - 3 * DAY

@@ -29,7 +29,7 @@ from crawlyx.frontier.jobs import check_rerun
 from crawlyx.frontier.state import State
 from crawlyx.interrupt import Interrupts
 from crawlyx.middlewares.ssrf import check_configuration
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.policy.ssrf import SSRFGuardError
 
 
@@ -159,7 +159,7 @@ class Command(ScrapyCrawl):
         if self.crawler is None:
             return
         try:
-            crawl_parts(self.crawler).close()
+            shared_parts(self.crawler).close()
         except RuntimeError:  # no crawlyx add-on
             pass
 

@@ -27,6 +27,7 @@ import logging
 import math
 import time
 from datetime import UTC, datetime
+from functools import cached_property
 
 from crawlyx.demand.ladder import RungHistogram, label, ladder_for, step
 from crawlyx.demand.registry import Page, Registry, registry_state
@@ -34,7 +35,7 @@ from crawlyx.demand.tracker import DemandTracker
 from crawlyx.errors import record_error
 from crawlyx.frontier.core import retryable
 from crawlyx.items import response_facts
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.signals import page_not_modified
 from crawlyx.urls.normalize import url_origin
 
@@ -63,13 +64,19 @@ class Recrawl:
         self.demand: DemandTracker | None = None
         self.idle: dict[str, str] = {}  # site -> why a refresh run found nothing due
 
+    @cached_property
+    def parts(self):
+        """The crawl's shared parts (crawlyx/parts.py). Built with the spider, before the
+        add-on, this reaches them as the spider does: when it first uses them."""
+        return shared_parts(self.crawler)
+
     # -- the registry ---------------------------------------------------------------------
 
     def registry(self, url: str) -> Registry:
         site = url_origin(url)
         registry = self.registries.get(site)
         if registry is None:
-            state = registry_state(crawl_parts(self.crawler).state.client)
+            state = registry_state(self.parts.state.client)
             registry = self.registries[site] = Registry.from_settings(state, site, self.settings)
             moved = registry.apply_base() if self.refresh else 0
             if moved:
@@ -119,7 +126,7 @@ class Recrawl:
 
     def _core(self):
         if self.core is None:
-            self.core = crawl_parts(self.crawler).core
+            self.core = self.parts.core
             self.core.register(self)
         return self.core
 
@@ -208,7 +215,7 @@ class Recrawl:
         its conditional headers. None due: logged, with when the first comes due."""
         now = time.time() if now is None else now
         until = math.inf if self.refresh == "all" else now
-        snapshot = crawl_parts(self.crawler).state.key("refresh:due")
+        snapshot = self.parts.state.key("refresh:due")
         registry = self.registry(origin + "/")
         asked = 0
         for page in registry.due_pages(until, snapshot):
@@ -296,8 +303,7 @@ class Recrawl:
         """The visit ring: the demand extension's, or, with the extension left out of
         EXTENSIONS, one of this recrawl's own on the crawl's Redis (it reads only)."""
         if self.demand is None:
-            state = crawl_parts(self.crawler).state
-            self.demand = DemandTracker.from_settings(self.settings, state)
+            self.demand = DemandTracker.from_settings(self.settings, self.parts.state)
         return self.demand
 
     def _histogram(self, site: str, now: float) -> RungHistogram:

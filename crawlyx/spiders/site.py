@@ -30,7 +30,7 @@ from crawlyx.frontier.quota import PageQuota
 from crawlyx.frontier.shards import frontier_shards
 from crawlyx.middlewares.robots import RobotsUnavailable
 from crawlyx.middlewares.window import HeldAtStop
-from crawlyx.parts import crawl_parts
+from crawlyx.parts import shared_parts
 from crawlyx.policy.optout import OptOut
 from crawlyx.spiders.frames import Frames
 from crawlyx.spiders.links import Links
@@ -147,7 +147,7 @@ class SiteSpider(Spider):
     # which Scrapy builds after the spider.
     @cached_property
     def parts(self):
-        return crawl_parts(self.crawler)
+        return shared_parts(self.crawler)
 
     @property
     def visited(self):
