@@ -9,9 +9,14 @@ component first needs it, and all are closed once the engine stops: the workers 
 Redis state last, after every component's ``spider_closed`` handler has run and the core has
 sent what it holds.
 
-A component finds them with :func:`crawl_parts`; the spider, which Scrapy builds before
-the add-ons, reaches them when it first uses them. The parts are handed what they need
-(the recorder its state), so that no part imports this module back.
+The add-on hands them over as ``crawler.crawlyx``, as Scrapy hands over ``crawler.stats``:
+each component reads it once, in its ``from_crawler`` (through :func:`shared_parts`, which
+says when the add-on is missing), and is given it, or the part it needs, through its
+``__init__``; it keeps the :class:`CrawlParts` and reads ``self.parts.visited`` when it
+needs the visited table, so that each part is still built when first used. The spider,
+which Scrapy builds before the add-on, reads ``crawler.crawlyx`` when it first uses the
+parts, and so does the recrawl it builds with its crawler. The parts are handed what they
+need (the recorder its state), so that no part imports this module back.
 """
 
 from __future__ import annotations
@@ -99,7 +104,3 @@ def shared_parts(crawler) -> CrawlParts:
             "crawlyx components need the crawlyx add-on: ADDONS = {'crawlyx.addon.Addon': 0}"
         )
     return parts
-
-
-def crawl_parts(crawler) -> CrawlParts:
-    return shared_parts(crawler)

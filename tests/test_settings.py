@@ -96,6 +96,12 @@ def test_the_projects_settings_and_the_command_line_beat_the_addon():
     assert settings.getbool("ROBOTSTXT_OBEY") is True
 
 
+def test_a_component_without_the_addon_says_so():
+    crawler = get_crawler(Spider)  # no crawlyx add-on: no crawler.crawlyx
+    with pytest.raises(RuntimeError, match=r"need the crawlyx add-on: ADDONS = "):
+        Scheduler.from_crawler(crawler)
+
+
 def test_the_scheduler_is_scrapys_not_scrapy_redis():
     # scrapy-redis's scheduler blocks the reactor in BRPOP with SCHEDULER_IDLE_BEFORE_CLOSE
     # above 0; crawlyx's pops from the visited table, with the crawl core's batches.
