@@ -54,9 +54,9 @@ class Links:
             self.spider.crawler.stats.inc_value("crawlyx/links/capped", capped)
 
     def follow(self, read) -> list[Request]:
-        """The requests a read page (:class:`crawlyx.spiders.pages.Read`) leads to: those
-        its reading found (the start page's sitemaps and due pages, the entries of the
-        tables of contents it loads), its links, and the page holding its document."""
+        """The requests a read page (:class:`crawlyx.spiders.pages.Read`) leads to: the
+        entries of the tables of contents it loads, its links, and the page holding its
+        document."""
         requests = read.requests
         if not read.follows:
             return requests

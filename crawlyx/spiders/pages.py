@@ -50,7 +50,8 @@ class Read:
     kind: str  # "http" or "browser"
     follows: bool  # its links are followed
     holder: str | None = None  # the canonical page holding its document
-    requests: list[Request] = field(default_factory=list)  # what its reading found
+    # The entries of the tables of contents it loads in a frame (crawlyx/spiders/frames.py).
+    requests: list[Request] = field(default_factory=list)
 
 
 class Pages:
