@@ -19,17 +19,17 @@ from __future__ import annotations
 
 from crawlyx import log, render
 from crawlyx.breadth.bots import BotTable
+from crawlyx.breadth.extension import Breadth
 from crawlyx.config import check_known, check_types
 from crawlyx.content.documents import document_types
 from crawlyx.content.workers import PageWorkers
 from crawlyx.cost.model import Prices
+from crawlyx.demand.extension import Demand
 from crawlyx.exporters import FEED_EXPORTERS
-from crawlyx.extensions.audit import Audit
-from crawlyx.extensions.breadth import Breadth
-from crawlyx.extensions.demand import Demand
 from crawlyx.extensions.metrics import Metrics
 from crawlyx.frontier.checks import check_redis_url
 from crawlyx.frontier.jobs import ttl_seconds
+from crawlyx.graph.extension import Audit
 from crawlyx.graph.recorder import GraphRecorder
 from crawlyx.middlewares.window import WindowMiddleware
 from crawlyx.parts import CrawlParts
@@ -99,11 +99,11 @@ COMPONENTS = {
         "crawlyx.extensions.unread.UnreadBodies": 480,
         "crawlyx.extensions.collector.Collector": 490,
         "crawlyx.extensions.progress.Progress": 500,
-        "crawlyx.extensions.breadth.Breadth": 510,
-        "crawlyx.extensions.demand.Demand": 515,
+        "crawlyx.breadth.extension.Breadth": 510,
+        "crawlyx.demand.extension.Demand": 515,
         "crawlyx.extensions.metrics.Metrics": 520,
         "crawlyx.extensions.report.Report": 530,
-        "crawlyx.extensions.audit.Audit": 540,
+        "crawlyx.graph.extension.Audit": 540,
     },
     # Only http(s) is fetched: Scrapy's data, file, s3 and ftp handlers would read the
     # crawl host's own files or connect where no crawl rule looks. With rendering on,

@@ -15,9 +15,9 @@ from scrapy.utils.test import get_crawler
 
 import crawlyx.settings as project
 from crawlyx.arguments import ArgumentError, CrawlArgs
-from crawlyx.extensions.audit import Audit, top_findings
 from crawlyx.frontier.state import State
 from crawlyx.graph.audit import audit, audit_markdown
+from crawlyx.graph.extension import Audit, top_findings
 from crawlyx.graph.outputs import Outputs, PageMarkdown, write_outputs
 from crawlyx.graph.tree import build_tree, llms_txt, tree_markdown
 from crawlyx.items import PageItem

@@ -32,6 +32,7 @@ import crawlyx.settings as project_settings
 from crawlyx.breadth import EXACT_LIMIT, OVERFLOW, Recorder, Sketch, hash64
 from crawlyx.breadth.accesslog import BadLine, LogFormat
 from crawlyx.breadth.bots import OWN, BotTable
+from crawlyx.breadth.extension import Breadth, site_of
 from crawlyx.breadth.report import read_breadth
 from crawlyx.breadth.sketch import union
 from crawlyx.breadth.store import (
@@ -44,7 +45,6 @@ from crawlyx.breadth.store import (
     parse_key,
     utc_day,
 )
-from crawlyx.extensions.breadth import Breadth, site_of
 from tests.breadth_worker import flush_worker
 from tests.conftest import crawl_env, empty_store, free_port
 
@@ -468,7 +468,7 @@ def test_extension_is_off_when_disabled():
 def test_extension_records_fetches_and_corpus_and_flushes_at_rollover(state, monkeypatch, today):
     from twisted.internet import reactor
 
-    import crawlyx.extensions.breadth as module
+    import crawlyx.breadth.extension as module
 
     ext = Breadth.from_crawler(breadth_crawler(CRAWLYX_BOT_NAME="crawlyx-test"))
     ext.store = BreadthStore(state)  # what spider_opened does, on the test Redis

@@ -21,6 +21,7 @@ from scrapy.utils.test import get_crawler
 
 import crawlyx.settings as project_settings
 from crawlyx.demand import RingConfig, bloom, parse_duration
+from crawlyx.demand.extension import Demand as DemandExtension
 from crawlyx.demand.recorder import PENDING_LIMIT, DemandRecorder
 from crawlyx.demand.store import (
     DemandStore,
@@ -31,7 +32,6 @@ from crawlyx.demand.store import (
     row_key,
 )
 from crawlyx.demand.tracker import DemandTracker
-from crawlyx.extensions.demand import Demand as DemandExtension
 from crawlyx.sitekeys import ROWS, site_key
 from tests.conftest import crawl_env, empty_store, free_port
 from tests.test_breadth import FIREFOX, GOOGLE, GPT, SEMRUSH, log_line, scrapy

@@ -1,5 +1,5 @@
 """The rung histogram is logged on a timer of its own (CRAWLYX_DEMAND_STATS_INTERVAL,
-crawlyx/extensions/demand.py), not only when pages pass: a crawl waiting on a slow page
+crawlyx/demand/extension.py), not only when pages pass: a crawl waiting on a slow page
 still says where its pages stand."""
 
 from __future__ import annotations

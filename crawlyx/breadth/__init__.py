@@ -9,7 +9,7 @@ runs, is one URL), so breadth is kept as sketches that merge losslessly:
 - :mod:`.report`    per-day figures: each bot, the cross-bot union, coverage,
 - :mod:`.bots`      user agent → bot name, :mod:`.accesslog` reading access logs.
 
-Writers are the crawl's extension (:mod:`crawlyx.extensions.breadth`: crawlyx's own
+Writers are the crawl's extension (:mod:`crawlyx.breadth.extension`: crawlyx's own
 fetches and the site's corpus) and ``scrapy visits`` (other bots, from access logs);
 the reader is ``scrapy breadth``.
 

@@ -22,9 +22,9 @@ from scrapy.commands import ScrapyCommand
 from crawlyx.arguments import JOB_NAME, ArgumentError, _writable
 from crawlyx.cli import program
 from crawlyx.commands import failer
-from crawlyx.extensions.audit import Audit, top_findings
 from crawlyx.frontier.jobs import RECORD, live_owners
 from crawlyx.frontier.state import State
+from crawlyx.graph.extension import Audit, top_findings
 from crawlyx.graph.outputs import Outputs, PageMarkdown, load_graph, write_outputs
 
 fail = failer("audit")

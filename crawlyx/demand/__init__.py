@@ -15,9 +15,9 @@ filter cannot list its members: the ring answers "was this URL visited?", nothin
 
 A process's ring is a :class:`DemandTracker`, built by whoever uses it and passed on:
 ``scrapy visits`` builds one on its Redis and records what bots fetched; in a crawl the
-demand extension (CRAWLYX_DEMAND_ENABLED) builds one on the crawl's Redis when the spider
-opens, flushes it every CRAWLYX_DEMAND_FLUSH_INTERVAL and at the end, and hands it to the
-spider's recrawl, whose rung ladder asks it; a script builds one with
+demand extension (:mod:`.extension`, CRAWLYX_DEMAND_ENABLED) builds one on the crawl's
+Redis when the spider opens, flushes it every CRAWLYX_DEMAND_FLUSH_INTERVAL and at the end,
+and hands it to the spider's recrawl, whose rung ladder asks it; a script builds one with
 :meth:`DemandTracker.from_settings`, records, and calls ``flush()`` itself (recording
 touches memory only). Reads see what this process flushed at once, and what other
 processes flushed as of at most CRAWLYX_DEMAND_REFRESH_INTERVAL ago.

@@ -268,7 +268,7 @@ class Recrawl:
     def log_histograms(self, now: float | None = None) -> None:
         """Log where the ladder has put the pages of every site this run reads (the
         counterfactual rungs in a dry run): every CRAWLYX_DEMAND_STATS_INTERVAL, on the
-        demand extension's timer (crawlyx/extensions/demand.py), and at the end."""
+        demand extension's timer (crawlyx/demand/extension.py), and at the end."""
         now = time.time() if now is None else now
         self.logged_at = now
         for site in list(self.registries):

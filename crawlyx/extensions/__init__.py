@@ -1,4 +1,5 @@
-"""crawlyx's Scrapy extensions, and what the ones that flush to Redis on a timer share."""
+"""crawlyx's monitoring extensions (a feature's own extension sits in its folder), and what
+the extensions that flush to Redis on a timer (crawl breadth's, demand's) share."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The files made from a finished crawl's graph: the audit (JSON or markdown), the site
 tree, llms.txt and llms-full.txt. Shared by the crawl's extension
-(:mod:`crawlyx.extensions.audit`) and ``scrapy audit JOB`` (:mod:`crawlyx.commands.audit`).
+(:mod:`crawlyx.graph.extension`) and ``scrapy audit JOB`` (:mod:`crawlyx.commands.audit`).
 
 Pages' markdown for llms-full.txt is kept in the job's Redis only when asked for
 (``-a llms_full=``): :class:`PageMarkdown`, one hash field per page, zlib-compressed
