@@ -22,7 +22,7 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.reactor import install_reactor
 
 from crawlyx.frontier.state import KEY_PREFIX
-from tests.site import SiteServer
+from tests.sites.site import SiteServer
 
 # crawlyx runs on the asyncio reactor; components built in-process check for it.
 install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
@@ -241,7 +241,7 @@ class Gate:
 
 
 def past_the_start(host: str, rid: str) -> bool:
-    """The fixture site's (tests/site.py) pages to hold: all but the start page (robots.txt,
+    """The fixture site's (tests/sites/site.py) pages to hold: all but the start page (robots.txt,
     the sitemaps, ``/start`` and the page it redirects to go through)."""
     return rid not in ("/start", "/", "/robots.txt") and "sitemap" not in rid
 

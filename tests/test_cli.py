@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import crawl_env, read_items
-from tests.test_crawl import start_url
+from tests.crawl.test_crawl import start_url
 
 
 def crawlyx_script() -> str:

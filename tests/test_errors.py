@@ -12,7 +12,7 @@ from scrapy.utils.test import get_crawler
 
 from crawlyx.errors import ErrorLog, record_error
 from crawlyx.signals import url_failed
-from tests.site import QuietHandler, Serving
+from tests.sites.site import QuietHandler, Serving
 
 PAGE = "<html><head><title>{0}</title></head><body><h1>{0}</h1><p>Text.</p>{1}</body></html>"
 

@@ -20,7 +20,7 @@ from crawlyx.frontier.fingerprint import url_fingerprint
 from crawlyx.frontier.scheduler import Scheduler
 from crawlyx.frontier.state import redact
 from tests.conftest import crawl_command, crawl_env, read_items
-from tests.site import SiteServer
+from tests.sites.site import SiteServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

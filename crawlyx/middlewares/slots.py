@@ -6,7 +6,7 @@ the way AutoThrottle does, through attributes Scrapy does not document as API: t
 ``middleware.middlewares`` and ``_process_queue``, and a ``Slot``'s ``concurrency``,
 ``latercall`` and ``queue``. Setting an attribute Scrapy no longer reads fails silently, so
 :func:`check` verifies them on the running downloader (the window calls it as the
-engine starts) and ``tests/test_slots.py`` exercises each one on a real ``Downloader``:
+engine starts) and ``tests/middlewares/test_slots.py`` exercises each one on a real ``Downloader``:
 an upgrade that moves one fails loudly, naming it.
 
 Checked against Scrapy 2.19.0.

@@ -1,9 +1,0 @@
-"""Run in a page worker by tests/test_workers.py: whether the worker imported a package."""
-
-from __future__ import annotations
-
-import sys
-
-
-def imported(package: str) -> bool:
-    return any(name == package or name.startswith(package + ".") for name in sys.modules)
