@@ -95,49 +95,31 @@ class RenderFallback:
 def over_http(request, failed: str | None = None) -> Request:
     """``request``'s page again, over plain HTTP, under the same lease; ``failed``: why
     the browser failed, recorded with what that fetch gives."""
-    meta = {
-        "depth": request.meta.get("depth", 0),
-        "crawlyx_referrer": request.meta.get("crawlyx_referrer"),
-        render.RENDER_META: "fallback",
-    }
+    meta = {render.RENDER_META: "fallback"}
     if failed is not None:
         meta[render.RENDER_FAILED_META] = failed[:500]
-    for key in ("crawlyx_anchor", HOPS_META, LEASE_META):
-        if key in request.meta:
-            meta[key] = request.meta.pop(key)
-    return Request(
-        request.url,
-        callback=request.callback,
-        errback=request.errback,
-        meta=meta,
-        dont_filter=True,
-    )
+    return _again(request.url, request, meta, ("crawlyx_anchor", HOPS_META, LEASE_META))
 
 
 def through_browser(response, browser_meta: dict) -> Request:
     """The page of ``response``, fetched over plain HTTP, again through the browser,
-    under the same lease.
+    under the same lease. It is marked as a page whose HTTP version was fine: if the
+    browser fails, that version is fetched again (the queue carries no page:
+    crawlyx.frontier.queued)."""
+    meta = {**browser_meta, render.HTTP_PAGE_META: True}
+    return _again(response.url, response.request, meta, (HOPS_META, LEASE_META))
 
-    The lease moves from the response's request (so the lease middleware does not close
-    it) to this one, and it stays leased until this one is handled. It is marked as a
-    page whose HTTP version was fine: if the browser fails, that version is fetched
-    again (the queue carries no page: crawlyx.frontier.queued)."""
-    request = response.request
-    meta = {
-        "depth": response.meta.get("depth", 0),
-        "crawlyx_referrer": response.meta.get("crawlyx_referrer"),
-        **browser_meta,
-        render.HTTP_PAGE_META: True,
-    }
-    if HOPS_META in response.meta:
-        meta[HOPS_META] = response.meta[HOPS_META]
-    lease = response.meta.pop(LEASE_META, None)
-    if lease is not None:
-        meta[LEASE_META] = lease
+
+def _again(url: str, request, meta: dict, carried: tuple) -> Request:
+    """The page at ``url`` fetched again for ``request``, with ``meta`` and the keys
+    ``carried`` over from its meta. The lease moves (so that the lease middleware does
+    not close it) and stays until the new request is handled: the scheduler queues a
+    ``dont_filter`` request with a lease without a new claim."""
+    depth, referrer = request.meta.get("depth", 0), request.meta.get("crawlyx_referrer")
+    meta = {"depth": depth, "crawlyx_referrer": referrer, **meta}
+    for key in carried:
+        if key in request.meta:
+            meta[key] = request.meta.pop(key)
     return Request(
-        response.url,
-        callback=request.callback,
-        errback=request.errback,
-        meta=meta,
-        dont_filter=True,
+        url, callback=request.callback, errback=request.errback, meta=meta, dont_filter=True
     )

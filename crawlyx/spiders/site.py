@@ -1,8 +1,10 @@
 """The one spider: crawl a site from a start URL, one item per page.
 
 It reads a page (crawlyx/spiders/pages.py), follows its links (links.py) and writes its
-item; what a reading finds beside the page are the site's sitemaps (sitemaps.py) and the
-tables of contents its pages load in a frame (frames.py). Around it, on Scrapy's seams:
+item. A page that loads a table of contents in a frame leads to its entries too
+(frames.py). The start page's response fixes the crawl's scope and seeds the crawl
+first, in a spider middleware (start.py): the site's sitemaps (sitemaps.py), a refresh
+run's due pages. Around it, on Scrapy's seams:
 dedup and leases in the scheduler (crawlyx/frontier/), politeness, robots.txt, redirects
 and the render fallback in downloader middlewares, markdown and copies in item
 pipelines, and what the crawl meets (a page read, a URL failed) sent as crawlyx's own
