@@ -232,6 +232,9 @@ class Pool(ProcessPoolExecutor):
     """A pool of workers with their :class:`Board`; ``killed`` once a worker of it was
     killed for running past its budget."""
 
+    # Seconds a dead worker's pool may take to notice it (it notices at once unless stuck).
+    STUCK_AFTER = 1.0
+
     def __init__(self, workers: int):
         # spawn: workers start from a clean interpreter, not a copy of the reactor, its
         # threads and its sockets. Not from a fork server: that is one more process for
@@ -239,12 +242,39 @@ class Pool(ProcessPoolExecutor):
         context = multiprocessing.get_context("spawn")
         self.board = Board(context, workers)
         self.killed = False
+        self.dead_since: float | None = None  # a worker found dead, the pool not broken
         super().__init__(
             max_workers=workers,
             mp_context=context,
             initializer=_start_worker,
             initargs=(os.getpid(), self.board),
         )
+
+    def stuck(self, now: float) -> bool:
+        """A worker died :data:`STUCK_AFTER` seconds ago at least and the pool has not
+        broken: its thread is stuck reading the result that worker was sending when it
+        was killed. A message cut short blocks the pipe's reader for good, and the lock
+        on the pipe the dead worker held blocks every other worker's result."""
+        if self._broken or self._shutdown_thread:
+            return False
+        processes = list((self._processes or {}).values())
+        if not any(process.exitcode is not None for process in processes):
+            self.dead_since = None
+            return False
+        if self.dead_since is None:
+            self.dead_since = now
+        return now - self.dead_since >= self.STUCK_AFTER
+
+    def unstick(self) -> None:
+        """Break a stuck pool: its workers are killed and this process's end of the
+        result pipe is closed, so that its thread reads the end of the pipe and fails
+        every task it held (BrokenProcessPool); they are read again in a new pool."""
+        for process in list((self._processes or {}).values()):
+            try:
+                os.kill(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._result_queue._writer.close()
 
     def _spawn_process(self) -> None:
         # A new process is told the crawl's main module to import again (multiprocessing
@@ -382,8 +412,7 @@ class PageWorkers:
         pool are read again in the new pool, as they came.
         """
         budget = round(timeout * 1e9)
-        if budget:
-            self._watch(timeout)
+        self._watch(timeout)
         while True:
             pool = self.pool
             task = next(self._tasks)
@@ -435,18 +464,26 @@ class PageWorkers:
             self._inc("crawlyx/workers/restarts")
 
     def _watch(self, timeout: float) -> None:
-        """Start the thread that kills workers past their deadline, if not yet."""
+        """Start the thread that watches the pools, if not yet: it kills workers past
+        their deadline (a fraction of the budget ``timeout`` apart), and breaks a pool
+        stuck on a worker's death."""
         if self._watchdog is None and not self._closed.is_set():
-            interval = min(0.25, timeout / 10)
+            interval = min(0.25, timeout / 10) if timeout else 0.25
             self._watchdog = threading.Thread(
-                target=self._kill_overdue, args=(interval,), name="crawlyx-read-budget", daemon=True
+                target=self._watch_pools, args=(interval,), name="crawlyx-read-budget", daemon=True
             )
             self._watchdog.start()
 
-    def _kill_overdue(self, interval: float) -> None:
+    def _watch_pools(self, interval: float) -> None:
         while not self._closed.wait(interval):
             for pool in (self._pool, self._alone):
-                if pool is None or pool.killed:
+                if pool is None:
+                    continue
+                if pool.stuck(time.monotonic()):
+                    self._inc("crawlyx/workers/unstuck")
+                    pool.unstick()
+                    continue
+                if pool.killed:
                     continue
                 for pid, task in pool.board.overdue(time.monotonic_ns()):
                     self._over.add(task)

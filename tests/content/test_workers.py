@@ -7,6 +7,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -206,6 +207,43 @@ def test_two_poison_pages_take_no_innocent_page_with_them():
         "poison-b",
     }
     assert all(results[page] == page.upper() for page in pages if "poison" not in page)
+
+
+def _killed_mid_result(page: str) -> str:
+    """Reads a page; on "cut", its worker is killed halfway through sending the result:
+    the message's length is in the pipe, a few of its bytes, and the pipe's lock is held
+    by a dead process."""
+    time.sleep(0.05)
+    if page == "cut":
+        frame = sys._getframe()
+        while frame.f_code.co_name != "_process_worker":  # concurrent.futures' worker loop
+            frame = frame.f_back
+        results = frame.f_locals["result_queue"]
+        results._wlock.acquire()
+        os.write(results._writer.fileno(), struct.pack("!i", 1 << 16) + b"cut short")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return page.upper()
+
+
+def test_a_worker_killed_while_sending_its_result_stalls_no_read():
+    # The pool's thread would wait for the rest of the message for ever, and every other
+    # worker for the lock: the pool is broken, its reads read again.
+    crawler = _stats_crawler()
+    workers = PageWorkers(2, main_content=True, links="inline", crawler=crawler)
+    pages = [f"page-{i}" for i in range(8)]
+    pages.insert(3, "cut")
+
+    async def read_all():
+        reads = (workers.run(_killed_mid_result, page) for page in pages)
+        return await asyncio.wait_for(asyncio.gather(*reads, return_exceptions=True), 60)
+
+    try:
+        results = dict(zip(pages, asyncio.run(read_all()), strict=True))
+    finally:
+        workers.close()
+    assert isinstance(results.pop("cut"), WorkerDied)  # it killed its worker alone, twice
+    assert results == {page: page.upper() for page in results}
+    assert crawler.stats.get_value("crawlyx/workers/unstuck") == 3  # the shared pool, twice alone
 
 
 def _page_workers(crawl_pid: int) -> list[psutil.Process]:
