@@ -5,8 +5,10 @@
 Crawls the synthetic site (``bench/site.py``, on 127.0.0.1) in a child process that
 profiles its main thread (``sys.setprofile``): every return from a function of another
 file into a function of ``crawlyx/spiders/site.py`` is a return to the spider, counted
-by the spider's function it returns to; every call of ``crawlyx.urls.normalize.
-normalize_url`` is counted by its caller's module. Both are printed per page emitted.
+by the spider's function it returns to (an awaited coroutine that suspends on a future,
+a page read in a worker, is counted apart: the spider waits for it); every call of
+``crawlyx.urls.normalize.normalize_url`` is counted by its caller's module. All are
+printed per page emitted.
 The page workers (other processes) are not profiled: they normalize the page's links.
 """
 
@@ -19,7 +21,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from asyncio import isfuture
 from collections import Counter
+from inspect import CO_COROUTINE
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +38,7 @@ NORMALIZE = str(ROOT / "crawlyx" / "urls" / "normalize.py")
 
 def child(start: str, out: str, counts: str) -> None:
     returns: Counter = Counter()
+    suspensions: Counter = Counter()
     normalizes: Counter = Counter()
 
     def profile(frame, event, arg):
@@ -44,11 +49,17 @@ def child(start: str, out: str, counts: str) -> None:
         elif event == "return" and frame.f_code.co_filename != SPIDER:
             back = frame.f_back
             if back is not None and back.f_code.co_filename == SPIDER:
-                returns[back.f_code.co_name] += 1
+                # A coroutine that awaits a future hands it up: the spider waits, and
+                # is resumed by the event loop, not returned to.
+                suspended = frame.f_code.co_flags & CO_COROUTINE and isfuture(arg)
+                counts = suspensions if suspended else returns
+                counts[back.f_code.co_name] += 1
 
     def write():
         sys.setprofile(None)
-        Path(counts).write_text(json.dumps({"returns": returns, "normalize": normalizes}))
+        Path(counts).write_text(
+            json.dumps({"returns": returns, "suspensions": suspensions, "normalize": normalizes})
+        )
 
     atexit.register(write)
     sys.setprofile(profile)
@@ -86,6 +97,10 @@ def main() -> None:
     returns = data["returns"]
     print(f"returns to the spider per page: {sum(returns.values()) / pages:.2f}")
     for name, n in sorted(returns.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:24} {n / pages:6.2f}")
+    suspensions = data["suspensions"]
+    print(f"awaits in the spider suspended per page: {sum(suspensions.values()) / pages:.2f}")
+    for name, n in sorted(suspensions.items(), key=lambda kv: -kv[1]):
         print(f"  {name:24} {n / pages:6.2f}")
     normalize = data["normalize"]
     print(f"normalize_url calls per page: {sum(normalize.values()) / pages:.2f}")
