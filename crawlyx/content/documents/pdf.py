@@ -21,7 +21,14 @@ import pypdfium2.raw as raw
 from crawlyx.content.documents.errors import Unreadable
 from crawlyx.content.documents.tree import Role, roles
 
-_MONO_FONT = re.compile(r"mono|courier|consol|menlo|code|fixed|typewriter", re.IGNORECASE)
+# A fixed-pitch font by its name, when its descriptor does not say so (TeX's Type 1 fonts
+# rarely do): the usual names, and TeX's typewriter faces, "TT" before the design size
+# (CMTT10, CMSLTT10, CMITT10, SFTT1000, TXTT, LMMono10, NimbusMonL), after a subset's tag.
+_MONO_FONT = re.compile(
+    r"mono|courier|consol|menlo|code|fixed|typewriter|nimbusmon"
+    r"|^(?:[A-Z]{6}\+)?(?:cm|sf|ec|tc|tx|lm)?(?:sl|i|b)?tt(?:\d|-|$)",
+    re.IGNORECASE,
+)
 # PDFium joins a line ending in a hyphen to the next when that starts in lower case, with
 # U+FFFE for the hyphen: two lines here, the hyphen for the layout to judge.
 HYPHEN_BREAK = "\ufffe"
