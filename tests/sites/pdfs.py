@@ -125,7 +125,7 @@ def print_all(chromium: str) -> Path:
 
 # -- written by hand ---------------------------------------------------------------------
 
-FONTS = {"F1": "Helvetica", "F2": "Helvetica-Bold", "F3": "Courier"}
+FONTS = {"F1": "Helvetica", "F2": "Helvetica-Bold", "F3": "Courier", "F4": "CMTT10"}
 WIDTH, HEIGHT = 612, 792
 
 
@@ -153,10 +153,11 @@ def _assemble(objects: list[bytes], trailer: bytes = b"") -> bytes:
 def text_pdf(pages: list[list[tuple]], title: str | None = None, trailer: bytes = b"") -> bytes:
     """An untagged PDF: each page a list of (x, y, size, text[, font[, letter gap[, word
     spacing]]]) lines, y from the bottom of a Letter page; font F1 Helvetica, F2
-    Helvetica-Bold, F3 Courier. A letter gap (thousandths of the font size) places each
-    character apart, as browsers print CSS letter-spacing, and leaves the text's spaces
-    undrawn, gaps of a third of the size, as TeX sets words; word spacing, in points, is
-    added to every space drawn (PDF's Tw; negative sets words closer)."""
+    Helvetica-Bold, F3 Courier, F4 CMTT10 (TeX's typewriter face, fixed pitch by its name
+    only). A letter gap (thousandths of the font size) places each character apart, as
+    browsers print CSS letter-spacing, and leaves the text's spaces undrawn, gaps of a third
+    of the size, as TeX sets words; word spacing, in points, is added to every space drawn
+    (PDF's Tw; negative sets words closer)."""
     fonts = b" ".join(
         b"/%s << /Type /Font /Subtype /Type1 /BaseFont /%s /Encoding /WinAnsiEncoding >>"
         % (name.encode(), base.encode())

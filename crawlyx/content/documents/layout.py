@@ -18,29 +18,19 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 
 from crawlyx.content.documents.pdf import Document, Line
-from crawlyx.content.documents.tables import mark_tables
+from crawlyx.content.documents.running import drop_running
+from crawlyx.content.documents.tables import BULLETS, LEADER, contents_entry, mark_tables
 
-BAND = 0.12  # of a page's height, at its top and its bottom: where headers and footers sit
 HEADING_RATIO = 1.1  # a line this much larger than the body text is a heading
 BOLD_HEADING_WORDS = 12  # a bold line of at most this many words, standing alone, is one
 PARAGRAPH_GAP = 0.5  # a gap between lines past this many of their font size ends a paragraph
 CODE_GAP = 1.5
 
-_PAGE_NUMBER = re.compile(
-    r"[-–—\s]*(?:page\s*)?\d{1,5}(?:\s*(?:/|of)\s*\d{1,5})?[-–—\s]*", re.IGNORECASE
-)
-# A band's line that ends with the page's number of the pages' ("file:///x.html 1/3",
-# "Report, page 2 of 9"), or starts with when it was printed ("12/3/26, 5:52 AM Title"):
-# a header or footer even in a document of one page.
-_PAGE_OF = re.compile(r"(?:^|\s)(?:page\s*)?\d{1,5}\s*(?:/|of)\s*\d{1,5}$", re.IGNORECASE)
-_PRINTED = re.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4},?\s+\d{1,2}:\d\d\b")
-_DIGITS = re.compile(r"\d+")
-_BULLET = re.compile(r"([•◦▪▫●○■□‣⁃∙·–\-*])\s+(?=\S)")
+_BULLET = re.compile(r"([•◦▪▫●○■□‣⁃∙·∗–\-*])\s+(?=\S)")
 _ORDINAL = re.compile(r"\(?(\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]")
 _LABEL_END = re.compile(r"[.,;:!?]$")
 _SENTENCE_END = re.compile(r"[.!?:;\"”’)\]]$")
@@ -79,38 +69,6 @@ def markdown(doc: Document) -> tuple[str, list[str]]:
             parts.append(text)
         previous = block[0]
     return "\n\n".join(parts) + "\n", headings
-
-
-def _key(text: str) -> str:
-    return _DIGITS.sub("#", " ".join(text.split()).lower())
-
-
-def drop_running(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
-    """The pages without their running headers and footers, nor bare page numbers."""
-
-    def banded(line: Line, height: float) -> bool:
-        return line.bottom >= height * (1 - BAND) or line.top <= height * BAND
-
-    seen: Counter[str] = Counter()
-    for lines, height in zip(pages, heights, strict=True):
-        seen.update({_key(line.text) for line in lines if banded(line, height)})
-    needed = max(2, math.ceil(len(pages) / 2))
-    kept = []
-    for lines, height in zip(pages, heights, strict=True):
-        kept.append(
-            [
-                line
-                for line in lines
-                if not banded(line, height)
-                or (
-                    (seen[_key(line.text)] < needed or len(pages) < 2)
-                    and not _PAGE_NUMBER.fullmatch(line.text)
-                    and not _PAGE_OF.search(line.text.strip())
-                    and not _PRINTED.match(line.text.strip())
-                )
-            ]
-        )
-    return kept
 
 
 def body_size(lines: list[Line]) -> float:
@@ -196,13 +154,18 @@ class _Builder:
         self.block_id = -2  # the tree's block the last block is in
         self.item = -1  # the tree's list item the last block is in
         self.tables: dict[tuple[int, int], dict] = {}
+        # Where the bullets of the untagged list being read stand, outermost first: a
+        # bullet further right is an item of a list nested in the last one.
+        self.bullets: list[float] = []
 
     def add(self, line: Line) -> None:
         role = _role(line)
         level = role.heading if role is not None else self.levels.get(line.size, 0)
         if not level and role is None and self.bold and _bold_heading(line, self.body):
             level = min(6, 1 + max((v for k, v in self.levels.items() if k > line.size), default=0))
-        if level and not line.mono:  # a heading in a table cell too (a table for layout)
+        if contents_entry(line) and not (role is not None and role.heading):
+            self._contents(line)
+        elif level and not line.mono:  # a heading in a table cell too (a table for layout)
             self._heading(line, level, role)
         elif role is not None and role.table >= 0 and role.cell >= 0:
             self._table(line, role)
@@ -223,7 +186,15 @@ class _Builder:
             block[2] = f"{block[2]} {text}"
         else:
             self.blocks.append(["h", level, text])
+        self.bullets = []
         self.block_id = role.block if role is not None else -1
+
+    def _contents(self, line: Line) -> None:
+        """An entry of the table of contents: an item of a list nested as the entries are
+        indented, its dot leader made one ellipsis, its page number kept."""
+        text = _words(line.text)
+        match = LEADER.search(text)
+        self._bullet(line, f"{text[: match.start()].rstrip()} … {match.group(1)}")
 
     def _code(self, line: Line) -> None:
         block = self.blocks[-1] if self.blocks else None
@@ -265,14 +236,36 @@ class _Builder:
         text = _words(line.text)
         bullet = _BULLET.match(text) if role is None else None
         block = self.blocks[-1] if self.blocks else None
-        if bullet and bullet.group(1) in "•◦▪▫●○■□‣⁃∙·":
-            self.blocks.append(["li", 0, "-", text[bullet.end() :]])
-            self.item = -1
+        if bullet and self._bulleted(line, bullet.group(1), block):
+            self._bullet(line, text[bullet.end() :])
         elif block and block[0] in ("p", "li") and self._continues(line, role, block):
             block[-1] = self._join(block[-1], text)
         else:
             self.blocks.append(["p", text])
+            self.bullets = []
         self.block_id = role.block if role is not None else -1
+
+    def _bulleted(self, line: Line, glyph: str, block) -> bool:
+        """A line of an untagged page that opens with a bullet is a list item: a bullet
+        glyph, or a dash (TeX's second level: "–") in a list already, or set apart from
+        its text by more than a space (a hanging indent: the item's text starts at a tab
+        stop, its lines after the first under it, not under the bullet)."""
+        if glyph in BULLETS:
+            return True
+        if block is not None and block[0] == "li" and self.bullets:
+            return line.x0 > self.bullets[0] + line.size / 2
+        spans = line.spans
+        return len(spans) > 1 and spans[1][0] - spans[0][1] > 0.6 * line.size
+
+    def _bullet(self, line: Line, text: str) -> None:
+        """An item of an untagged list, nested by where its bullet stands."""
+        tolerance = line.size / 2
+        while self.bullets and line.x0 < self.bullets[-1] - tolerance:
+            self.bullets.pop()
+        if not self.bullets or line.x0 > self.bullets[-1] + tolerance:
+            self.bullets.append(line.x0)
+        self.blocks.append(["li", len(self.bullets) - 1, "-", text])
+        self.item = -1
 
     def _table(self, line: Line, role) -> None:
         key = (line.page, role.table)
@@ -314,6 +307,11 @@ class _Builder:
             return role.block == self.block_id
         if block[0] == "li" and line.x0 <= last.x0 - line.size and self.item >= 0:
             return False
+        # An untagged item's lines after the first hang under its text: a line back at
+        # its bullet, or left of it, is the text after the list.
+        if block[0] == "li" and self.item < 0 and self.bullets:
+            if line.x0 <= self.bullets[-1] + line.size / 2:
+                return False
         if abs(line.size - last.size) > 0.15 * last.size:
             return False
         if last.bottom - line.top > PARAGRAPH_GAP * max(line.size, last.size):

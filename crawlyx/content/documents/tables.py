@@ -11,6 +11,8 @@ layout makes the table of them as of a tagged one's.
 
 from __future__ import annotations
 
+import re
+
 from crawlyx.content.documents.pdf import Line
 from crawlyx.content.documents.tree import Role
 
@@ -25,6 +27,26 @@ MIN_COLUMN_GAP = 0.35
 EVEN_GAPS = 1.3
 ROW_GAP = 1.0  # rows of a table are at most this many font sizes apart (box to box)
 WRAP_GAP = 0.4  # a cell's text going on over lines: the lines at most this far apart
+
+
+# Glyphs that mark a list's items. A line opening with one, set apart from its text (a
+# hanging indent), is a list item: its gap is no column, so it is never a table's row.
+BULLETS = "•◦▪▫●○■□‣⁃∙·∗"
+
+
+def bulleted(line: Line) -> bool:
+    """The line opens with a bullet glyph standing alone."""
+    return bool(line.words) and line.text[line.words[0][0] :].split(None, 1)[0] in BULLETS
+
+
+# An entry of a table of contents: its title, a dot leader (dots, maybe spaced: ". . ."),
+# its page number (roman in the front matter). Never a heading nor a table's row, however
+# it is set: a book's contents repeats its headings, set like them.
+LEADER = re.compile(r"\s*(?:\.\s*){3,}([\divxlcIVXLC]{1,6})\s*$")
+
+
+def contents_entry(line: Line) -> bool:
+    return bool(LEADER.search(line.text)) and any(char.isalpha() for char in line.text)
 
 
 def space(pages: list[list[Line]]) -> float:
@@ -63,7 +85,8 @@ def mark_tables(pages: list[list[Line]]) -> int:
     for lines in pages:
         table: list[tuple[Line, list]] = []
         for line in [*lines, None]:
-            readable = line is not None and line.spans and not line.mono
+            readable = line is not None and line.spans and not line.mono and not bulleted(line)
+            readable = readable and not contents_entry(line)
             parts = runs(line, text_space) if readable else []
             if table and line is not None and _goes_on(table, line, parts):
                 table.append((line, parts))
