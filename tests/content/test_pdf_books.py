@@ -94,3 +94,25 @@ def test_the_largest_text_on_page_one_is_the_title():
     page = _read(_book(), title="")
     assert page["title"] == "The Widget Reference"
     assert page["markdown"].startswith("# The Widget Reference\n")
+
+
+def test_a_title_the_pages_after_repeat_as_their_header_is_still_the_title():
+    # A specification: its title atop page one, the same words atop every page after.
+    pages = [
+        [
+            (72, 740, 20, "Shared Widget Database"),
+            (72, 700, 14, "Widget Group (http://widgets.example)", "F2"),
+            (72, 660, 11, "This is version 0.21 of the specification of the database."),
+        ]
+    ]
+    for n in range(2, 5):
+        pages.append(
+            [
+                (72, 750, 10, "Shared Widget Database"),
+                (72, 660, 11, f"Section {n} says what the database holds, at length."),
+                (300, 40, 10, str(n)),
+            ]
+        )
+    page = _read(pages)
+    assert page["title"] == "Shared Widget Database"
+    assert page["markdown"].count("Shared Widget Database") == 1

@@ -40,15 +40,17 @@ _LEADING_LETTERS = re.compile(r"^[^\W\d_]+")
 _WORDS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 
-def markdown(doc: Document) -> tuple[str, list[str]]:
-    """(the document as markdown, its headings' text)."""
+def markdown(doc: Document) -> tuple[str, list[str], str | None]:
+    """(the document as markdown, its headings' text, the title page one shows)."""
     pages = drop_running(doc.pages, doc.heights)
     if not doc.tagged:
         mark_tables(pages)
     lines = [line for page in pages for line in page]
     if not lines:
-        return "", []
+        return "", [], None
     body = body_size(lines)
+    # Page one as it is: its title may be what the pages after repeat as their header.
+    title = page_title(next(page for page in doc.pages if page), body)
     levels = heading_levels(lines, body, doc.tagged)
     right = _right_edges(pages)
     # Without the tree's headings, a short bold line is one too, a level below the sizes.
@@ -68,7 +70,29 @@ def markdown(doc: Document) -> tuple[str, list[str]]:
         else:
             parts.append(text)
         previous = block[0]
-    return "\n\n".join(parts) + "\n", headings
+    return "\n\n".join(parts) + "\n", headings, title
+
+
+TITLE_LINES = 3  # a title set over more lines than this is no title
+
+
+def page_title(lines: list[Line], body: float) -> str | None:
+    """The text set largest on the document's first page, larger than its body text: its
+    title (a publisher's or an author's name, a logo's letters, stand smaller). Its lines
+    that follow one another at that size are one title."""
+    worded = [line for line in lines if sum(char.isalpha() for char in line.text) >= 3]
+    if not worded:
+        return None
+    size = max(line.size for line in worded)
+    if size < body * HEADING_RATIO:
+        return None
+    found: list[str] = []
+    for line in lines:
+        if line.size == size and line in worded:
+            found.append(_words(line.text))
+        elif found:
+            break
+    return " ".join(found) if len(found) <= TITLE_LINES else None
 
 
 def body_size(lines: list[Line]) -> float:

@@ -34,12 +34,14 @@ def read_document(kind: str, body: bytes | str, url: str, scope: str | None, nea
 
 def read_pdf(body: bytes, url: str, scope: str | None, *, neardup: bool = False) -> dict:
     doc = pdf.read(body)
-    text, headings = layout.markdown(doc)
+    text, headings, shown = layout.markdown(doc)
     if _chars(text) < MIN_TEXT:
         if doc.images:
             raise Unreadable("no text: its pages are images (a scan without a text layer)")
         raise Unreadable("no text in the PDF")
     meta = {"title": doc.title, "description": doc.description, "lang": doc.lang}
+    if shown:  # without a title in its metadata, the one its first page shows
+        headings = [shown, *headings]
     return _page(text, meta, headings, doc.links, url, scope, neardup)
 
 
