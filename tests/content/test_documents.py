@@ -541,3 +541,16 @@ def test_markdown_and_text_documents_in_a_crawl(crawl, tmp_path):
             "not_a_page",
             "text/plain: plain text (not in CRAWLYX_DOCUMENTS)",
         )
+
+
+def test_a_word_document_without_its_styles_keeps_its_headings():
+    # Written without styles.xml: the built-in heading styles' ids, and a paragraph's own
+    # outline level, still say which paragraphs are headings.
+    p = word_paragraph
+    body = p("Widget Guide", "Title") + p("Setting up", "Heading1") + p("Parts", "Heading2")
+    body += p("The widget needs a bench.")
+    body += '<w:p><w:pPr><w:outlineLvl w:val="1"/></w:pPr><w:r><w:t>Care</w:t></w:r></w:p>'
+    page = read_docx(word_document(body, styles=False), "http://127.0.0.1:9/g.docx", None)
+    assert page["markdown"] == (
+        "# Widget Guide\n\n# Setting up\n\n## Parts\n\nThe widget needs a bench.\n\n## Care\n"
+    )

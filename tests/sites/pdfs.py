@@ -265,9 +265,10 @@ def word_table(rows: list[tuple[str, ...]]) -> str:
     return "<w:tbl>" + "".join(f"<w:tr>{cells(row)}</w:tr>" for row in rows) + "</w:tbl>"
 
 
-def word_document(body: str, title: str = "", link: str = "") -> bytes:
+def word_document(body: str, title: str = "", link: str = "", styles: bool = True) -> bytes:
     """A .docx of ``body`` (the XML of its paragraphs and tables: :func:`word_paragraph`,
-    :func:`word_table`), with a title in its properties and an external link."""
+    :func:`word_table`), with a title in its properties and an external link; without
+    styles.xml unless ``styles``."""
     rels = ""
     if link:
         body += '<w:p><w:hyperlink r:id="rId9"><w:r><w:t>a link</w:t></w:r></w:hyperlink></w:p>'
@@ -301,6 +302,8 @@ def word_document(body: str, title: str = "", link: str = "") -> bytes:
     out = BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in parts.items():
+            if name == "word/styles.xml" and not styles:
+                continue
             archive.writestr(name, text)
     return out.getvalue()
 

@@ -80,6 +80,21 @@ def _heading_styles(styles) -> dict[str, int]:
     return levels
 
 
+def _style_level(levels: dict[str, int], sid: str | None) -> int | None:
+    """The heading level of the paragraph style ``sid``: the one styles.xml gives it, or,
+    for a style it does not declare (a document written without styles.xml), the level
+    its id names: Word's built-in heading styles have the same ids in every language
+    ("Heading1" to "Heading9", "Title"), whatever their names."""
+    if not sid:
+        return None
+    if sid in levels:
+        return levels[sid]
+    match = _HEADING_STYLE.search(sid)
+    if match is None:
+        return None
+    return int(match.group(1)) if match.group(1) else 1
+
+
 def _numbering(numbering) -> dict[tuple[str, str], bool]:
     """(numbering id, level) -> numbered (decimal, letters...) rather than bulleted."""
     found: dict[tuple[str, str], bool] = {}
@@ -164,7 +179,7 @@ class _Body:
             return
         props = p.find(f"{W}pPr")
         style = props.find(f"{W}pStyle") if props is not None else None
-        level = self.levels.get(style.get(f"{W}val")) if style is not None else None
+        level = _style_level(self.levels, style.get(f"{W}val")) if style is not None else None
         outline = props.find(f"{W}outlineLvl") if props is not None else None
         if level is None and outline is not None and (outline.get(f"{W}val") or "").isdigit():
             level = int(outline.get(f"{W}val")) + 1 if int(outline.get(f"{W}val")) < 9 else None
