@@ -116,3 +116,13 @@ def test_a_title_the_pages_after_repeat_as_their_header_is_still_the_title():
     page = _read(pages)
     assert page["title"] == "Shared Widget Database"
     assert page["markdown"].count("Shared Widget Database") == 1
+
+
+def test_numbered_items_with_a_hanging_indent_are_a_numbered_list():
+    lines = [(72, 700, 11, "The conditions are these:")]
+    for n, text in enumerate(["Keep the notice, this list of con-", "Do not use the name."]):
+        lines += [(84, 680 - 28 * n, 11, f"{n + 1}."), (104, 680 - 28 * n, 11, text)]
+    lines.append((104, 666, 11, "ditions and the disclaimer."))
+    md = _read([sorted(lines, key=lambda line: -line[1])])["markdown"]
+    assert "|" not in md
+    assert "1. Keep the notice, this list of conditions and the disclaimer.\n2. Do not" in md

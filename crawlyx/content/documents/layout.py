@@ -23,7 +23,14 @@ from collections import Counter
 
 from crawlyx.content.documents.pdf import Document, Line
 from crawlyx.content.documents.running import drop_running
-from crawlyx.content.documents.tables import BULLETS, LEADER, contents_entry, mark_tables
+from crawlyx.content.documents.tables import (
+    BULLETS,
+    LEADER,
+    ORDINAL,
+    contents_entry,
+    hanging,
+    mark_tables,
+)
 
 HEADING_RATIO = 1.1  # a line this much larger than the body text is a heading
 BOLD_HEADING_WORDS = 12  # a bold line of at most this many words, standing alone, is one
@@ -31,7 +38,6 @@ PARAGRAPH_GAP = 0.5  # a gap between lines past this many of their font size end
 CODE_GAP = 1.5
 
 _BULLET = re.compile(r"([•◦▪▫●○■□‣⁃∙·∗–\-*])\s+(?=\S)")
-_ORDINAL = re.compile(r"\(?(\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]")
 _LABEL_END = re.compile(r"[.,;:!?]$")
 _SENTENCE_END = re.compile(r"[.!?:;\"”’)\]]$")
 _SOFT_HYPHENS = ("\xad", "\x02", "\u2010")
@@ -244,7 +250,7 @@ class _Builder:
             end = next((start for start, r in words if r is None or not r.label), len(text))
             label = text[:end].strip()
             text = text[end:]
-            ordinal = _ORDINAL.fullmatch(label)
+            ordinal = ORDINAL.fullmatch(label)
             if ordinal and ordinal.group(1).isdigit():
                 marker = f"{ordinal.group(1)}."
         text = _words(text)
@@ -260,8 +266,16 @@ class _Builder:
         text = _words(line.text)
         bullet = _BULLET.match(text) if role is None else None
         block = self.blocks[-1] if self.blocks else None
+        label = ORDINAL.match(text) if role is None and bullet is None else None
         if bullet and self._bulleted(line, bullet.group(1), block):
             self._bullet(line, text[bullet.end() :])
+        elif label and label.end() < len(text) and text[label.end()] == " " and hanging(line):
+            # A numbered item: its label apart from its text, as a bullet is.
+            number = label.group(1)
+            rest = text[label.end() :].strip()
+            self._bullet(line, rest if number.isdigit() else f"{label.group()} {rest}")
+            if number.isdigit():
+                self.blocks[-1][2] = f"{number}."
         elif block and block[0] in ("p", "li") and self._continues(line, role, block):
             block[-1] = self._join(block[-1], text)
         else:
@@ -278,8 +292,7 @@ class _Builder:
             return True
         if block is not None and block[0] == "li" and self.bullets:
             return line.x0 > self.bullets[0] + line.size / 2
-        spans = line.spans
-        return len(spans) > 1 and spans[1][0] - spans[0][1] > 0.6 * line.size
+        return hanging(line)
 
     def _bullet(self, line: Line, text: str) -> None:
         """An item of an untagged list, nested by where its bullet stands."""
@@ -359,6 +372,8 @@ class _Builder:
                 if hyphenated in self.lexicon and whole not in self.lexicon:
                     return text + more  # a compound's own hyphen, at the line's end
             return text[:-1] + more
+        if text.endswith("-") and len(text) > 1 and text[-2].isalnum() and more[:1].isalnum():
+            return text + more  # a hyphen of its own at the line's end ("DE-AC03", "X-")
         return f"{text} {more}"
 
 

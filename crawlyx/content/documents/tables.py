@@ -32,11 +32,26 @@ WRAP_GAP = 0.4  # a cell's text going on over lines: the lines at most this far 
 # Glyphs that mark a list's items. A line opening with one, set apart from its text (a
 # hanging indent), is a list item: its gap is no column, so it is never a table's row.
 BULLETS = "•◦▪▫●○■□‣⁃∙·∗"
+HANGING_GAP = 0.6  # of the font size: a label's gap to its item's text, wider than a space
+
+
+# A numbered item's label: "1.", "2)", "(a)", "iv.".
+ORDINAL = re.compile(r"\(?(\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]")
 
 
 def bulleted(line: Line) -> bool:
-    """The line opens with a bullet glyph standing alone."""
-    return bool(line.words) and line.text[line.words[0][0] :].split(None, 1)[0] in BULLETS
+    """The line opens with a bullet glyph standing alone, or with a number's label set
+    apart from its text by more than a space (a numbered item's hanging indent)."""
+    if not line.words:
+        return False
+    first = line.text[line.words[0][0] :].split(None, 1)[0]
+    return first in BULLETS or (bool(ORDINAL.fullmatch(first)) and hanging(line))
+
+
+def hanging(line: Line) -> bool:
+    """The line's first word stands apart from the next by more than a space."""
+    spans = line.spans
+    return len(spans) > 1 and spans[1][0] - spans[0][1] > HANGING_GAP * line.size
 
 
 # An entry of a table of contents: its title, a dot leader (dots, maybe spaced: ". . ."),
