@@ -1,8 +1,7 @@
 """A document's lines (:mod:`crawlyx.content.documents.pdf`) as markdown.
 
-* Running headers and footers go: a line near the top or the bottom of its page whose
-  text (digits aside: page numbers, dates) is there on at least half the pages, and a
-  bare page number there ("3", "Page 3 of 9", "3/9"). A tagged PDF marks them itself.
+* Running headers and footers go (:mod:`crawlyx.content.documents.running`). A tagged
+  PDF marks them itself.
 * Headings: what the structure tree calls one (H1-H6); in a PDF without, lines set
   larger than the body text, a level per size, the largest first.
 * Paragraphs: lines joined, where the tree keeps them in one paragraph or, without it,
@@ -12,8 +11,12 @@
 * Tables: from the tree's table cells, rows and columns as marked (GFM, the first row
   as the header); without a tree, from lines whose words line up in columns
   (:mod:`crawlyx.content.documents.tables`). Lists from the tree's list items, or lines
-  starting with a bullet. Lines set in a fixed-pitch font are code, fenced, with their
-  indentation.
+  opening with a bullet glyph, or with a number's label set apart from their text (a
+  hanging indent: the item's lines after the first stand under its text, a bullet further
+  right nests). Lines set in a fixed-pitch font are code, fenced, with their indentation.
+* The table of contents: lines with a dot leader and a page number are a list, nested as
+  they are indented, never headings, however they are set.
+* The title page one shows: its largest text (:func:`page_title`).
 """
 
 from __future__ import annotations
