@@ -9,7 +9,8 @@ against what the PDF's text layer says (poppler's ``pdftotext``, and PDFium's ch
 for fonts and sizes), with checks that need no hand-made truth:
 
 * word F1: multisets of lowercased words, against ``pdftotext`` (running headers and
-  footers included there, so dropping them costs a little recall);
+  footers included there, so dropping them costs a little recall), and against it less
+  the running lines found below;
 * lists: lines of the text layer that start with a bullet glyph whose words are a
   markdown list item's, and rows of a table holding only a bullet (``| • |``: a list read
   as a table);
@@ -106,6 +107,13 @@ def running_lines(pages: list[str]) -> list[tuple[int, str]]:
             if seen[key] >= needed and len(norm(line)) >= 6 and re.search(r"[^\W\d]{3}", line):
                 found.append((index, line))
     return found
+
+
+def _without(page: str, running: set[str]) -> str:
+    """The page's text without its running lines (among its first and last two)."""
+    lines = page.splitlines()
+    kept = [line for line in lines if " ".join(line.split()) not in running]
+    return "\n".join(kept)
 
 
 def headers_left(markdown: str, pages: list[str], running: list[tuple[int, str]]) -> int:
@@ -217,6 +225,10 @@ def score(path: Path) -> dict:
     data = path.read_bytes()
     pages = text_pages(path)
     truth = "\n".join(pages)
+    running = running_lines(pages)
+    bare = "\n".join(
+        _without(page, {line for n, line in running if n == i}) for i, page in enumerate(pages)
+    )
     mono_lines, largest, count = layer(path)
     start = time.perf_counter()
     try:
@@ -239,6 +251,7 @@ def score(path: Path) -> dict:
         "pages": count,
         "seconds": seconds,
         "f1": f1(md, truth),
+        "f1_bare": f1(md, bare),
         "bullets": len(bullets),
         "in_list": in_list,
         "bullet_rows": len(re.findall(r"^\|\s*[" + BULLETS + r"]\s*\|", md, re.M)),
@@ -247,7 +260,7 @@ def score(path: Path) -> dict:
         "title": title_ok(item["title"], largest, meta_title(path)),
         "title_text": item["title"],
         "largest": " ".join(largest.split()),
-        "headers": headers_left(md, pages, running_lines(pages)),
+        "headers": headers_left(md, pages, running),
         "toc": toc_headings(md),
         "markdown": md,
     }
@@ -267,29 +280,31 @@ def main() -> None:
             return
         if args.each:
             print(
-                f"{path.name[:44]:44} f1 {result['f1']:.3f} lists {result['in_list']}/"
-                f"{result['bullets']} code {result['fenced']}/{result['mono']} title "
-                f"{'ok' if result['title'] else 'NO'} ({result['title_text']!r} / "
+                f"{path.name[:44]:44} f1 {result['f1']:.3f}/{result['f1_bare']:.3f} lists "
+                f"{result['in_list']}/{result['bullets']} code {result['fenced']}/{result['mono']}"
+                f" title {'ok' if result['title'] else 'NO'} ({result['title_text']!r} / "
                 f"{result['largest'][:40]!r}) headers {result['headers']} toc {result['toc']}"
             )
         for key in (maker(path), "all"):
             row = rows.setdefault(key, Counter())
             row["docs"] += 1
-            for name in ("pages", "seconds", "f1", "bullets", "in_list", "bullet_rows"):
+            for name in ("pages", "seconds", "f1", "f1_bare", "bullets", "in_list", "bullet_rows"):
                 row[name] += result[name]
             for name in ("mono", "fenced", "headers", "toc"):
                 row[name] += result[name]
             row["titles"] += result["title"]
             row["clean"] += result["headers"] == 0
     print(
-        "| maker | PDFs | pages | word F1 | bullet lines as list items | `| • |` rows"
+        "| maker | PDFs | pages | word F1 | word F1, layer less its running lines"
+        " | bullet lines as list items | `| • |` rows"
         " | fixed-pitch lines fenced | titles | PDFs without a running header"
         " | TOC headings | ms per page |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for key, row in sorted(rows.items(), key=lambda kv: (kv[0] == "all", kv[0])):
         print(
             f"| {key} | {row['docs']} | {row['pages']} | {row['f1'] / row['docs']:.3f}"
+            f" | {row['f1_bare'] / row['docs']:.3f}"
             f" | {row['in_list']}/{row['bullets']} | {row['bullet_rows']}"
             f" | {row['fenced']}/{row['mono']} | {row['titles']}/{row['docs']}"
             f" | {row['clean']}/{row['docs']} | {row['toc']}"

@@ -11,9 +11,9 @@ A line near the top or the bottom of its page (within :data:`BAND` of its height
   ahead of or behind it on three pages or more (its folio: "Chapter 4: Functions 17",
   "18 The Reference Manual"): a book's header names its chapter, so its text repeats on
   the chapter's pages only, but its page number runs through the whole book;
-* it is the page's first or last line, at the same place as on other pages, its text,
-  digits masked, that page's first or last line on three pages or more: a chapter's name
-  in a header whose page number is in the footer.
+* it is one of the page's first or last two lines, at the same place with the same text
+  (digits masked) on three pages or more: a chapter's name in a header whose page number
+  is in the footer.
 
 The document's title on page one stays, even when the pages after repeat it as their
 header: set larger than any other text of the page, it is the title, not its header.
@@ -29,6 +29,7 @@ from crawlyx.content.documents.pdf import Line
 
 BAND = 0.12  # of a page's height, at its top and its bottom: where headers and footers sit
 FOLIO_PAGES = 3  # pages whose line carries the same folio, at least, for a running one
+OUTER_LINES = 2  # lines at a page's top, and at its bottom, that may be its header or footer
 PLACE = 2.0  # points: lines at the same place on their pages are at most this far apart
 
 _PAGE_NUMBER = re.compile(
@@ -100,12 +101,14 @@ def _folios(pages: list[list[Line]], heights: list[float], banded) -> set[int]:
 
 
 def _ends(lines: list[Line]) -> dict[int, str]:
-    """The page's first and last lines (by id): which side each is on."""
+    """The page's first two and last two lines (by id): which side each is on. A header
+    may be set over two lines (a chapter's long name)."""
     if not lines:
         return {}
-    top = max(lines, key=lambda line: line.top)
-    bottom = min(lines, key=lambda line: line.bottom)
-    return {id(bottom): "bottom", id(top): "top"}
+    by_top = sorted(lines, key=lambda line: line.top)
+    ends = {id(line): "bottom" for line in by_top[:OUTER_LINES]}
+    ends.update({id(line): "top" for line in by_top[-OUTER_LINES:]})
+    return ends
 
 
 def _place(line: Line, side: str | None) -> tuple | None:
