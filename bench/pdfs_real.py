@@ -18,7 +18,8 @@ for fonts and sizes), with checks that need no hand-made truth:
   code;
 * title: the item's title shares most of its words with the largest text on page one;
 * running headers: lines at the top or bottom of pages whose text, digits masked, is on a
-  third of the pages or more (four pages at least); a header left is one of them found in
+  third of the pages or more (four pages at least), or on three when it starts or ends
+  with a number (a chapter's header with its page number); a header left is one of them found in
   the markdown with its page's number, or (without digits) more than twice;
 * TOC headings: markdown headings with a dot leader and a page number;
 * ms per PDF page.
@@ -104,7 +105,12 @@ def running_lines(pages: list[str]) -> list[tuple[int, str]]:
     for index, lines in enumerate(bands):
         for line in lines:
             key = re.sub(r"\d+", "#", line.lower())
-            if seen[key] >= needed and len(norm(line)) >= 6 and re.search(r"[^\W\d]{3}", line):
+            # a book's header names its chapter: on fewer pages, but with the page number
+            # (or its folio apart, the chapter's name as the page's first line)
+            often = seen[key] >= needed or (
+                (FOLIO.search(line) or line == lines[0]) and seen[key] >= 3
+            )
+            if often and len(norm(line)) >= 3 and re.search(r"[^\W\d]{3}", line):
                 found.append((index, line))
     return found
 
