@@ -91,8 +91,10 @@ def text_pages(path: Path) -> list[str]:
     return out.stdout.decode("utf-8", "replace").split("\f")
 
 
-def running_lines(pages: list[str]) -> list[tuple[int, str]]:
-    """(page, line) of the text layer's running headers and footers."""
+def running_lines(pages: list[str], first: bool = False) -> list[tuple[int, str]]:
+    """(page, line) of the text layer's running headers and footers (with ``first``, a
+    page's first line too, digits masked, when three pages or more open with it: a
+    chapter's name apart from its folio, and a chapter's opening "Chapter 3" too)."""
     bands = []
     for page in pages:
         lines = [" ".join(line.split()) for line in page.splitlines() if line.strip()]
@@ -108,11 +110,27 @@ def running_lines(pages: list[str]) -> list[tuple[int, str]]:
             # a book's header names its chapter: on fewer pages, but with the page number
             # (or its folio apart, the chapter's name as the page's first line)
             often = seen[key] >= needed or (
-                (FOLIO.search(line) or line == lines[0]) and seen[key] >= 3
+                (_runs(line, index, bands) or (first and line == lines[0])) and seen[key] >= 3
             )
             if often and len(norm(line)) >= 3 and re.search(r"[^\W\d]{3}", line):
                 found.append((index, line))
     return found
+
+
+def _runs(line: str, page: int, bands: list[list[str]]) -> bool:
+    """The line's number at its start or end runs with the pages: the next page's line
+    or the page after's carries it plus one or two (a folio, not "Chapter 3")."""
+    match = FOLIO.search(line)
+    if match is None:
+        return False
+    number, key = int(match.group().strip()), re.sub(r"\d+", "#", line.lower())
+    for ahead in (1, 2):
+        for other in bands[page + ahead] if page + ahead < len(bands) else []:
+            found = FOLIO.search(other)
+            same = re.sub(r"\d+", "#", other.lower()) == key
+            if found and same and int(found.group().strip()) == number + ahead:
+                return True
+    return False
 
 
 def _without(page: str, running: set[str]) -> str:
@@ -232,8 +250,9 @@ def score(path: Path) -> dict:
     pages = text_pages(path)
     truth = "\n".join(pages)
     running = running_lines(pages)
+    loose = running_lines(pages, first=True)
     bare = "\n".join(
-        _without(page, {line for n, line in running if n == i}) for i, page in enumerate(pages)
+        _without(page, {line for n, line in loose if n == i}) for i, page in enumerate(pages)
     )
     mono_lines, largest, count = layer(path)
     start = time.perf_counter()

@@ -51,7 +51,7 @@ _WORDS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 def markdown(doc: Document) -> tuple[str, list[str], str | None]:
     """(the document as markdown, its headings' text, the title page one shows)."""
-    pages = drop_running(doc.pages, doc.heights)
+    pages = drop_running(doc.pages, doc.heights, doc.tagged)
     if not doc.tagged:
         mark_tables(pages)
     lines = [line for page in pages for line in page]

@@ -11,9 +11,9 @@ A line near the top or the bottom of its page (within :data:`BAND` of its height
   ahead of or behind it on three pages or more (its folio: "Chapter 4: Functions 17",
   "18 The Reference Manual"): a book's header names its chapter, so its text repeats on
   the chapter's pages only, but its page number runs through the whole book;
-* it is one of the page's first or last two lines, at the same place with the same text
-  (digits masked) on three pages or more: a chapter's name in a header whose page number
-  is in the footer.
+* it is one of the page's first or last two lines, set apart from the text by a gap, at
+  the same place with the same text (digits masked) on three pages or more: a chapter's
+  name in a header whose page number is in the footer.
 
 The document's title on page one stays, even when the pages after repeat it as their
 header: set larger than any other text of the page, it is the title, not its header.
@@ -30,6 +30,7 @@ from crawlyx.content.documents.pdf import Line
 BAND = 0.12  # of a page's height, at its top and its bottom: where headers and footers sit
 FOLIO_PAGES = 3  # pages whose line carries the same folio, at least, for a running one
 OUTER_LINES = 2  # lines at a page's top, and at its bottom, that may be its header or footer
+APART = 0.8  # of the font size: the gap that sets a header or a footer apart from the text
 PLACE = 2.0  # points: lines at the same place on their pages are at most this far apart
 
 _PAGE_NUMBER = re.compile(
@@ -46,8 +47,12 @@ def key(text: str) -> str:
     return _DIGITS.sub("#", " ".join(text.split()).lower())
 
 
-def drop_running(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
-    """The pages without their running headers and footers, nor bare page numbers."""
+def drop_running(
+    pages: list[list[Line]], heights: list[float], tagged: bool = False
+) -> list[list[Line]]:
+    """The pages without their running headers and footers, nor bare page numbers. A
+    tagged PDF leaves its pagination out of its tree: the folios and the lines at the
+    same place are looked for in an untagged one only."""
 
     def banded(line: Line, height: float) -> bool:
         return line.bottom >= height * (1 - BAND) or line.top <= height * BAND
@@ -56,8 +61,8 @@ def drop_running(pages: list[list[Line]], heights: list[float]) -> list[list[Lin
     for lines, height in zip(pages, heights, strict=True):
         seen.update({key(line.text) for line in lines if banded(line, height)})
     needed = max(2, math.ceil(len(pages) / 2))
-    folios = _folios(pages, heights, banded)
-    outer = _outer(pages)
+    folios = set() if tagged else _folios(pages, heights, banded)
+    outer = set() if tagged else _outer(pages)
     title = _title(pages[0]) if pages else set()
     kept = []
     for number, (lines, height) in enumerate(zip(pages, heights, strict=True)):
@@ -101,13 +106,20 @@ def _folios(pages: list[list[Line]], heights: list[float], banded) -> set[int]:
 
 
 def _ends(lines: list[Line]) -> dict[int, str]:
-    """The page's first two and last two lines (by id): which side each is on. A header
-    may be set over two lines (a chapter's long name)."""
-    if not lines:
-        return {}
-    by_top = sorted(lines, key=lambda line: line.top)
-    ends = {id(line): "bottom" for line in by_top[:OUTER_LINES]}
-    ends.update({id(line): "top" for line in by_top[-OUTER_LINES:]})
+    """The page's header and footer lines, by id, and which side each is on: at most its
+    first two and last two lines, those set apart from the text by a gap wider than its
+    lines' spacing (a header may be set over two lines: a chapter's long name)."""
+    ends: dict[int, str] = {}
+    by_top = sorted(lines, key=lambda line: line.top, reverse=True)
+    for side, ordered in (("top", by_top), ("bottom", by_top[::-1])):
+        for count in range(1, OUTER_LINES + 1):
+            if len(ordered) <= count:
+                break
+            inner, outer = ordered[count], ordered[count - 1]
+            gap = outer.bottom - inner.top if side == "top" else inner.bottom - outer.top
+            if gap > APART * max(inner.size, outer.size):
+                ends.update({id(line): side for line in ordered[:count]})
+                break
     return ends
 
 
