@@ -126,3 +126,19 @@ def test_numbered_items_with_a_hanging_indent_are_a_numbered_list():
     md = _read([sorted(lines, key=lambda line: -line[1])])["markdown"]
     assert "|" not in md
     assert "1. Keep the notice, this list of conditions and the disclaimer.\n2. Do not" in md
+
+
+def test_a_word_hyphenated_in_a_table_cell_is_joined_again():
+    rows = [("Program", "What it does"), ("lalign", "Finds alignments with the sim2 imple-")]
+    lines = [
+        (x, 700 - 15 * r, 11, cell)
+        for r, row in enumerate(rows)
+        for x, cell in zip((72, 200), row, strict=True)
+    ]
+    lines += [
+        (200, 670, 11, "mentation of the algorithm."),
+        (72, 655, 11, "ssearch"),
+        (200, 655, 11, "Searches."),
+    ]
+    md = _read([lines])["markdown"]
+    assert "| lalign | Finds alignments with the sim2 implementation of the algorithm. |" in md

@@ -315,12 +315,18 @@ class _Builder:
             self.blocks.append(block)
         table = block[1]
         text, words = line.text, line.words
-        cell = (role.row, role.cell)
+        cell, previous = (role.row, role.cell), None
         for index, (start, word_role) in enumerate(words):
             end = words[index + 1][0] if index + 1 < len(words) else len(text)
             if word_role is not None and word_role.table == role.table and word_role.cell >= 0:
                 cell = (word_role.row, word_role.cell)
-            table.setdefault(cell, []).append(text[start:end].strip())
+            pieces = table.setdefault(cell, [])
+            word = text[start:end].strip()
+            if cell != previous and pieces and pieces[-1].endswith("-"):
+                pieces[-1] = self._join(pieces[-1], word)  # a cell's word hyphenated over lines
+            else:
+                pieces.append(word)
+            previous = cell
         self.block_id = -1
 
     # -- joining -------------------------------------------------------------------------
