@@ -323,7 +323,7 @@ class _Builder:
             pieces = table.setdefault(cell, [])
             word = text[start:end].strip()
             if cell != previous and pieces and pieces[-1].endswith("-"):
-                pieces[-1] = self._join(pieces[-1], word)  # a cell's word hyphenated over lines
+                pieces[-1] = self._join_cell(pieces[-1], word)
             else:
                 pieces.append(word)
             previous = cell
@@ -366,6 +366,15 @@ class _Builder:
         # ended its paragraph.
         short = last.x1 < self.right.get(last.page, last.x1) - 4 * last.size
         return not (short and _SENTENCE_END.search(previous))
+
+    def _join_cell(self, text: str, more: str) -> str:
+        """A word of a cell hyphenated over its lines: joined when the document spells it
+        whole elsewhere, else its hyphen kept ("low-level": a cell's narrow column breaks
+        compounds at their hyphen more often than prose does)."""
+        head, tail = _LETTERS.search(text[:-1]), _LEADING_LETTERS.match(more)
+        if head and tail and (head.group() + tail.group()).lower() in self.lexicon:
+            return text[:-1] + more
+        return text + more
 
     def _join(self, text: str, more: str) -> str:
         if not text:
