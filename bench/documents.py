@@ -131,7 +131,7 @@ def f1(got: str, truth: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
     return " ".join(WORD.findall(text.lower()))
 
 
@@ -150,8 +150,8 @@ def heading_lines(markdown: str) -> list[str]:
 def headings_kept(markdown: str, headings: list[str]) -> tuple[int, int, int, int]:
     """(the page's headings that are markdown headings, its headings; the markdown's
     headings that are the page's, the markdown's headings)."""
-    ours = [_norm(line.lstrip("#")) for line in heading_lines(markdown)]
-    wanted = [_norm(h) for h in headings if _norm(h)]
+    ours = [norm(line.lstrip("#")) for line in heading_lines(markdown)]
+    wanted = [norm(h) for h in headings if norm(h)]
     theirs = set(wanted)
     mine = set(ours)
     kept = sum(1 for h in wanted if h in mine)

@@ -40,11 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pypdfium2 as pdfium  # noqa: E402
 import pypdfium2.raw as raw  # noqa: E402
+from documents import f1, norm  # noqa: E402  (bench/documents.py: the same word F1)
 
 from crawlyx.content.documents.errors import Unreadable  # noqa: E402
 from crawlyx.content.documents.reader import read_pdf  # noqa: E402
 
-WORD = re.compile(r"\w+")
 FOLIO = re.compile(r"^\d+\s|\s\d+$")  # a line that starts or ends with its page's number
 BULLETS = "•◦▪▫●○■□‣⁃∙·∗"
 MONO = re.compile(r"mono|courier|typewriter|consol|menlo|cmtt|sftt|tt\d|code", re.I)
@@ -67,23 +67,6 @@ def meta_title(path: Path) -> str | None:
     found = re.search(r"^Title:\s*(.*)$", info, re.M)
     title = found.group(1).strip() if found else ""
     return None if not title or re.search(r"\.(?:docx?|odt|html?|tex|dvi)$", title) else title
-
-
-def words(text: str) -> Counter:
-    return Counter(WORD.findall(text.lower()))
-
-
-def f1(got: str, truth: str) -> float:
-    a, b = words(got), words(truth)
-    overlap = sum((a & b).values())
-    if not overlap:
-        return 0.0
-    precision, recall = overlap / sum(a.values()), overlap / sum(b.values())
-    return 2 * precision * recall / (precision + recall)
-
-
-def norm(text: str) -> str:
-    return " ".join(WORD.findall(text.lower()))
 
 
 def text_pages(path: Path) -> list[str]:
