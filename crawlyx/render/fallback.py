@@ -22,7 +22,7 @@ from __future__ import annotations
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
-from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.spidermiddlewares.httperror import HttpError, HttpErrorMiddleware
 from twisted.python.failure import Failure
 
 from crawlyx import render
@@ -37,8 +37,9 @@ class RenderFallback:
     def __init__(self, crawler):
         self.crawler = crawler
         self.stats = crawler.stats
-        self.allowed = set(crawler.settings.getlist("HTTPERROR_ALLOWED_CODES"))
-        self.allow_all = crawler.settings.getbool("HTTPERROR_ALLOW_ALL")
+        # What keeps an HTTP error from the spider, as the spider middleware decides it
+        # (the spider's and a request's own allowed statuses, HTTPERROR_ALLOWED_CODES).
+        self.http_errors = HttpErrorMiddleware.from_crawler(crawler)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -47,27 +48,27 @@ class RenderFallback:
         return cls(crawler)
 
     def process_response(self, request, response):
-        spider = self.crawler.spider
         mode = request.meta.get(render.RENDER_META)
         if mode == "fallback":
             failed = request.meta.get(render.RENDER_FAILED_META)
-            if failed and not self._http_error(response, spider):
+            if failed and self._http_error(response) is None:
                 # The page is read from plain HTTP; the browser's failure is beside it.
                 url, referrer = normalize_url(response.url), request.meta.get("crawlyx_referrer")
                 record_error(self.crawler, url, "render", failed, referrer)
             return response
         if mode != "browser" or not render.from_browser(response):
             return response
-        if self._http_error(response, spider):
+        error = self._http_error(response)
+        if error is not None:
             if render.HTTP_PAGE_META not in request.meta:
                 return response  # the page's own error: recorded as it is
-            return self._failed(request, describe(Failure(HttpError(response, ""))))
+            return self._failed(request, describe(Failure(error)))
         if isinstance(response, HtmlResponse) and not html_type(response):
             # A document in the browser's viewer: read as what it is, no failure.
             self.stats.inc_value("crawlyx/render/not_html")
             return over_http(request)
         url = normalize_url(response.url)
-        if url != normalize_url(request.url) and not spider.scope.contains(url):
+        if url != normalize_url(request.url) and not self.crawler.spider.scope.contains(url):
             # The browser followed a redirect (or the page's scripts changed its URL)
             # out of the crawl's scope.
             return self._failed(request, f"navigated to {url}")
@@ -84,12 +85,14 @@ class RenderFallback:
         self.stats.inc_value("crawlyx/render/failed")
         return over_http(request, detail)
 
-    def _http_error(self, response, spider) -> bool:
-        """The response is one Scrapy's HttpErrorMiddleware keeps from the spider."""
-        status = response.status
-        if 200 <= status < 300 or self.allow_all or status in self.allowed:
-            return False
-        return status not in getattr(spider, "handle_httpstatus_list", ())
+    def _http_error(self, response) -> HttpError | None:
+        """The error Scrapy's HttpErrorMiddleware keeps ``response`` from the spider
+        with, or None."""
+        try:
+            self.http_errors.process_spider_input(response)
+        except HttpError as error:
+            return error
+        return None
 
 
 def over_http(request, failed: str | None = None) -> Request:
